@@ -1,0 +1,149 @@
+"""The FastAPI application: ``create_app`` and the per-application ``Bridge``.
+
+``create_app`` has no side effects: the session store, the agent and the runner are built
+when the application starts (lifespan), so importing ``server`` creates no files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
+from google.adk.apps import App
+from google.adk.events import Event
+from google.adk.runners import Runner
+
+from adk_stream_protocol.agents import AgentLike, resolve_agent
+from adk_stream_protocol.errors import RequestError
+from adk_stream_protocol.identity import current_user
+from adk_stream_protocol.sessions import ChatLocks, ChatSessions, create_session_service
+from adk_stream_protocol.settings import Settings
+from adk_stream_protocol.stream import StreamTurn
+from adk_stream_protocol.stream import router as stream_router
+from adk_stream_protocol.turns import plan_turn
+from adk_stream_protocol.ui_messages import ChatRequest
+
+logger = logging.getLogger(__name__)
+
+
+class Bridge:
+    """Everything one running application shares: settings, runner, chats, background tasks."""
+
+    def __init__(self, settings: Settings, agent: AgentLike) -> None:
+        self.settings = settings
+        service = create_session_service(settings.session_store)
+        if isinstance(agent, App):
+            self.runner = Runner(app=agent, session_service=service)
+            app_name = agent.name
+        else:
+            app_name = settings.app_name
+            self.runner = Runner(agent=agent, app_name=app_name, session_service=service)
+        self.sessions = ChatSessions(service, app_name)
+        self.locks = ChatLocks()
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def spawn(self, coro: Coroutine[Any, Any, None], *, name: str) -> asyncio.Task[None]:
+        """Run a background task that the bridge keeps alive and cancels on shutdown."""
+        task = asyncio.create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def prepare_turn(self, user_id: str, request: ChatRequest) -> StreamTurn:
+        """Plan one /stream request under the chat's lock and start its run."""
+        try:
+            lease = await self.locks.acquire(
+                user_id, request.id, self.settings.chat_busy_timeout_seconds
+            )
+        except TimeoutError:
+            raise RequestError(
+                409, "this chat is still answering an earlier request; try again shortly"
+            ) from None
+        try:
+            session = await self.sessions.open(user_id, request.id)
+            plan = plan_turn(request, session.events)
+            if plan.rewind_before_invocation_id:
+                await self.runner.rewind_async(
+                    user_id=user_id,
+                    session_id=request.id,
+                    rewind_before_invocation_id=plan.rewind_before_invocation_id,
+                )
+            if plan.prior_tool_results is not None:
+                session = await self.sessions.open(user_id, request.id)
+                await self.sessions.service.append_event(
+                    session,
+                    Event(
+                        author="user",
+                        invocation_id=session.events[-1].invocation_id,
+                        content=plan.prior_tool_results,
+                    ),
+                )
+            logger.info(
+                "turn user=%s chat=%s trigger=%s continuation=%s rewind=%s",
+                user_id,
+                request.id,
+                request.trigger,
+                plan.continuation,
+                bool(plan.rewind_before_invocation_id),
+            )
+            turn = StreamTurn(self, user_id=user_id, chat_id=request.id, plan=plan, lease=lease)
+            turn.begin()
+        except BaseException:
+            lease.release()
+            raise
+        return turn
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.runner.close()
+
+
+def create_app(
+    agent: AgentLike | None = None,
+    *,
+    settings: Settings | None = None,
+    identity: Callable[..., Any] | None = None,
+) -> FastAPI:
+    """Build the server. ``agent`` replaces the demo agent; ``identity`` replaces the
+    ``current_user`` dependency (real authentication)."""
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        bridge = Bridge(settings, resolve_agent(settings, agent))
+        app.state.bridge = bridge
+        logger.info(
+            "ready: store=%s app=%s",
+            settings.session_store.split("://")[0],
+            bridge.sessions.app_name,
+        )
+        try:
+            yield
+        finally:
+            await bridge.close()
+
+    app = FastAPI(title="adk-stream-protocol", lifespan=lifespan)
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST", "OPTIONS"],
+            allow_headers=["*"],
+            expose_headers=["x-vercel-ai-ui-message-stream"],
+        )
+    if identity is not None:
+        app.dependency_overrides[current_user] = identity
+    app.include_router(stream_router)
+
+    @app.get("/health")
+    async def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    return app

@@ -1,0 +1,275 @@
+"""The AI SDK v6 UI message stream chunk catalogue.
+
+One pydantic model per chunk type. Field names are snake_case in Python and camelCase on the
+wire. Only the portable field set is modelled: the keys that the strict ai@6.0.25 client accepts.
+Newer-only keys (``inputEncoding``, ``toolMetadata``, ``signature``…) are left out on purpose,
+because a 6.0.25 client rejects a chunk that carries them.
+
+Serialisation rules (see docs/adr/0002-chunk-catalogue.md):
+
+- optional fields that are ``None`` are omitted, never sent as ``null``;
+- fields the client types as ``unknown`` (``input``, ``output``, ``data`` and
+  ``messageMetadata`` on ``message-metadata``) are required keys and are always sent,
+  even when their value is ``None``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar, Literal, TypeAlias
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    JsonValue,
+    SerializerFunctionWrapHandler,
+    Tag,
+    TypeAdapter,
+    model_serializer,
+)
+from pydantic.alias_generators import to_camel
+
+FinishReason: TypeAlias = Literal[
+    "stop", "length", "content-filter", "tool-calls", "error", "other"
+]
+
+# Two levels: provider name, then that provider's keys. {"google": {"k": 1}}.
+ProviderMetadata: TypeAlias = dict[str, dict[str, JsonValue]]
+
+
+class BaseChunk(BaseModel):
+    """Common configuration: camelCase on the wire, no extra keys, ``None`` omitted."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        serialize_by_alias=True,
+        extra="forbid",
+        frozen=True,
+    )
+
+    # Wire names of fields that are sent even when None (the client types them `unknown`).
+    _always_sent: ClassVar[frozenset[str]] = frozenset()
+
+    @model_serializer(mode="wrap")
+    def _omit_none(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        return {k: v for k, v in data.items() if v is not None or k in self._always_sent}
+
+
+class StartChunk(BaseChunk):
+    type: Literal["start"] = "start"
+    message_id: str | None = None
+    message_metadata: JsonValue = None
+
+
+class FinishChunk(BaseChunk):
+    type: Literal["finish"] = "finish"
+    finish_reason: FinishReason | None = None
+    message_metadata: JsonValue = None
+
+
+class StartStepChunk(BaseChunk):
+    type: Literal["start-step"] = "start-step"
+
+
+class FinishStepChunk(BaseChunk):
+    type: Literal["finish-step"] = "finish-step"
+
+
+class TextStartChunk(BaseChunk):
+    type: Literal["text-start"] = "text-start"
+    id: str
+    provider_metadata: ProviderMetadata | None = None
+
+
+class TextDeltaChunk(BaseChunk):
+    type: Literal["text-delta"] = "text-delta"
+    id: str
+    delta: str
+    provider_metadata: ProviderMetadata | None = None
+
+
+class TextEndChunk(BaseChunk):
+    type: Literal["text-end"] = "text-end"
+    id: str
+    provider_metadata: ProviderMetadata | None = None
+
+
+class ReasoningStartChunk(BaseChunk):
+    type: Literal["reasoning-start"] = "reasoning-start"
+    id: str
+    provider_metadata: ProviderMetadata | None = None
+
+
+class ReasoningDeltaChunk(BaseChunk):
+    type: Literal["reasoning-delta"] = "reasoning-delta"
+    id: str
+    delta: str
+    provider_metadata: ProviderMetadata | None = None
+
+
+class ReasoningEndChunk(BaseChunk):
+    type: Literal["reasoning-end"] = "reasoning-end"
+    id: str
+    provider_metadata: ProviderMetadata | None = None
+
+
+class ToolInputStartChunk(BaseChunk):
+    type: Literal["tool-input-start"] = "tool-input-start"
+    tool_call_id: str
+    tool_name: str
+    provider_executed: bool | None = None
+    dynamic: bool | None = None
+    title: str | None = None
+
+
+class ToolInputDeltaChunk(BaseChunk):
+    type: Literal["tool-input-delta"] = "tool-input-delta"
+    tool_call_id: str
+    input_text_delta: str
+
+
+class ToolInputAvailableChunk(BaseChunk):
+    _always_sent = frozenset({"input"})
+    type: Literal["tool-input-available"] = "tool-input-available"
+    tool_call_id: str
+    tool_name: str
+    input: JsonValue
+    provider_executed: bool | None = None
+    provider_metadata: ProviderMetadata | None = None
+    dynamic: bool | None = None
+    title: str | None = None
+
+
+class ToolInputErrorChunk(BaseChunk):
+    _always_sent = frozenset({"input"})
+    type: Literal["tool-input-error"] = "tool-input-error"
+    tool_call_id: str
+    tool_name: str
+    input: JsonValue
+    error_text: str
+    provider_executed: bool | None = None
+    provider_metadata: ProviderMetadata | None = None
+    dynamic: bool | None = None
+    title: str | None = None
+
+
+class ToolApprovalRequestChunk(BaseChunk):
+    type: Literal["tool-approval-request"] = "tool-approval-request"
+    approval_id: str
+    tool_call_id: str
+
+
+class ToolOutputAvailableChunk(BaseChunk):
+    _always_sent = frozenset({"output"})
+    type: Literal["tool-output-available"] = "tool-output-available"
+    tool_call_id: str
+    output: JsonValue
+    provider_executed: bool | None = None
+    dynamic: bool | None = None
+    preliminary: bool | None = None
+
+
+class ToolOutputErrorChunk(BaseChunk):
+    type: Literal["tool-output-error"] = "tool-output-error"
+    tool_call_id: str
+    error_text: str
+    provider_executed: bool | None = None
+    dynamic: bool | None = None
+
+
+class ToolOutputDeniedChunk(BaseChunk):
+    type: Literal["tool-output-denied"] = "tool-output-denied"
+    tool_call_id: str
+
+
+class SourceUrlChunk(BaseChunk):
+    type: Literal["source-url"] = "source-url"
+    source_id: str
+    url: str
+    title: str | None = None
+    provider_metadata: ProviderMetadata | None = None
+
+
+class SourceDocumentChunk(BaseChunk):
+    type: Literal["source-document"] = "source-document"
+    source_id: str
+    media_type: str
+    title: str
+    filename: str | None = None
+    provider_metadata: ProviderMetadata | None = None
+
+
+class FileChunk(BaseChunk):
+    type: Literal["file"] = "file"
+    url: str
+    media_type: str
+    provider_metadata: ProviderMetadata | None = None
+
+
+class DataChunk(BaseChunk):
+    """``data-<name>``: app-specific data. ``transient`` data reaches only ``onData``."""
+
+    _always_sent = frozenset({"data"})
+    type: Annotated[str, Field(pattern=r"^data-.+")]
+    data: JsonValue
+    id: str | None = None
+    transient: bool | None = None
+
+
+class MessageMetadataChunk(BaseChunk):
+    _always_sent = frozenset({"messageMetadata"})
+    type: Literal["message-metadata"] = "message-metadata"
+    message_metadata: JsonValue
+
+
+class ErrorChunk(BaseChunk):
+    type: Literal["error"] = "error"
+    error_text: str
+
+
+class AbortChunk(BaseChunk):
+    type: Literal["abort"] = "abort"
+    reason: str | None = None
+
+
+def _chunk_tag(value: Any) -> str | None:
+    chunk_type = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    if not isinstance(chunk_type, str):
+        return None
+    return "data" if chunk_type.startswith("data-") else chunk_type
+
+
+UIMessageChunk: TypeAlias = Annotated[
+    Annotated[StartChunk, Tag("start")]
+    | Annotated[FinishChunk, Tag("finish")]
+    | Annotated[StartStepChunk, Tag("start-step")]
+    | Annotated[FinishStepChunk, Tag("finish-step")]
+    | Annotated[TextStartChunk, Tag("text-start")]
+    | Annotated[TextDeltaChunk, Tag("text-delta")]
+    | Annotated[TextEndChunk, Tag("text-end")]
+    | Annotated[ReasoningStartChunk, Tag("reasoning-start")]
+    | Annotated[ReasoningDeltaChunk, Tag("reasoning-delta")]
+    | Annotated[ReasoningEndChunk, Tag("reasoning-end")]
+    | Annotated[ToolInputStartChunk, Tag("tool-input-start")]
+    | Annotated[ToolInputDeltaChunk, Tag("tool-input-delta")]
+    | Annotated[ToolInputAvailableChunk, Tag("tool-input-available")]
+    | Annotated[ToolInputErrorChunk, Tag("tool-input-error")]
+    | Annotated[ToolApprovalRequestChunk, Tag("tool-approval-request")]
+    | Annotated[ToolOutputAvailableChunk, Tag("tool-output-available")]
+    | Annotated[ToolOutputErrorChunk, Tag("tool-output-error")]
+    | Annotated[ToolOutputDeniedChunk, Tag("tool-output-denied")]
+    | Annotated[SourceUrlChunk, Tag("source-url")]
+    | Annotated[SourceDocumentChunk, Tag("source-document")]
+    | Annotated[FileChunk, Tag("file")]
+    | Annotated[DataChunk, Tag("data")]
+    | Annotated[MessageMetadataChunk, Tag("message-metadata")]
+    | Annotated[ErrorChunk, Tag("error")]
+    | Annotated[AbortChunk, Tag("abort")],
+    Discriminator(_chunk_tag),
+]
+
+# Validates a wire dict against the strict catalogue (tests and debugging use it).
+UI_MESSAGE_CHUNK = TypeAdapter[UIMessageChunk](UIMessageChunk)

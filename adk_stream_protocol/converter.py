@@ -1,0 +1,441 @@
+"""ADK events to AI SDK v6 UI message stream chunks.
+
+A ``StreamProtocolConverter`` covers exactly one response (one request on ``/stream``, one
+turn on ``/live``): it owns that response's ids, open blocks, step state and usage, and is
+thrown away afterwards, so nothing leaks into the next turn. Both transports feed it ADK
+events and serialise the typed chunks it returns.
+
+The partial/aggregate rule (docs/adr/0003-partial-and-aggregate-events.md): text and thoughts
+stream from ``partial`` events; the non-partial event that follows repeats that text, so only
+its other parts (function calls, files) are used. When nothing was streamed, the non-partial
+event's text is emitted whole. This needs no event-id matching, so it also holds in live mode,
+where every partial has a fresh id.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import uuid
+from collections.abc import Collection
+from typing import Any
+
+from google.adk.events import Event
+from google.genai import types
+from pydantic import JsonValue
+from pydantic_core import to_jsonable_python
+
+from adk_stream_protocol.chunks import (
+    BaseChunk,
+    DataChunk,
+    ErrorChunk,
+    FileChunk,
+    FinishChunk,
+    FinishReason,
+    FinishStepChunk,
+    ReasoningDeltaChunk,
+    ReasoningEndChunk,
+    ReasoningStartChunk,
+    StartChunk,
+    StartStepChunk,
+    TextDeltaChunk,
+    TextEndChunk,
+    TextStartChunk,
+    ToolApprovalRequestChunk,
+    ToolInputAvailableChunk,
+    ToolInputStartChunk,
+    ToolOutputAvailableChunk,
+    ToolOutputDeniedChunk,
+    ToolOutputErrorChunk,
+)
+from adk_stream_protocol.errors import describe_error, log_error, new_error_reference
+
+logger = logging.getLogger(__name__)
+
+# ADK's internal tool for human confirmation. It becomes `tool-approval-request`, never a
+# tool part of its own.
+CONFIRMATION_TOOL = "adk_request_confirmation"
+
+_FINISH_REASONS: dict[str, FinishReason] = {
+    "STOP": "stop",
+    "MAX_TOKENS": "length",
+    "SAFETY": "content-filter",
+    "RECITATION": "content-filter",
+    "LANGUAGE": "content-filter",
+    "BLOCKLIST": "content-filter",
+    "PROHIBITED_CONTENT": "content-filter",
+    "SPII": "content-filter",
+    "IMAGE_SAFETY": "content-filter",
+    "IMAGE_PROHIBITED_CONTENT": "content-filter",
+    "IMAGE_RECITATION": "content-filter",
+    "MALFORMED_FUNCTION_CALL": "error",
+    "UNEXPECTED_TOOL_CALL": "error",
+    "TOO_MANY_TOOL_CALLS": "error",
+}
+
+
+def map_finish_reason(reason: types.FinishReason | str | None) -> FinishReason | None:
+    """Map an ADK/genai finish reason; anything unknown becomes ``other``, never passed on."""
+    if reason is None:
+        return None
+    name = reason.name if isinstance(reason, types.FinishReason) else str(reason)
+    if name == "FINISH_REASON_UNSPECIFIED":
+        return None
+    return _FINISH_REASONS.get(name, "other")
+
+
+def json_safe(value: Any) -> JsonValue:
+    """Tool arguments and results may hold bytes, dates or objects: make them JSON values."""
+    safe: JsonValue = to_jsonable_python(value, fallback=str, bytes_mode="base64")
+    return safe
+
+
+def tool_error_text(response: Any) -> str | None:
+    """The error text of an error-shaped tool result, or None for a normal result.
+
+    Rule (docs/adr/0003): a dict whose ``error`` key holds a non-empty value is a failure.
+    ADK itself reports tool failures this way (``{"error": "..."}``).
+    """
+    if isinstance(response, dict):
+        error = response.get("error")
+        if error:
+            return error if isinstance(error, str) else str(json_safe(error))
+    return None
+
+
+class StreamProtocolConverter:
+    """Turns the ADK events of one response into UI message stream chunks.
+
+    Call ``start()`` once, ``convert(event)`` for every ADK event, then ``finish()``; call
+    ``fail(exc)`` instead of ``finish()`` when the run raised. Each returns the chunks to send.
+    """
+
+    def __init__(
+        self,
+        *,
+        message_id: str | None = None,
+        error_detail: bool = False,
+        denied_tool_call_ids: Collection[str] = (),
+        id_prefix: str | None = None,
+    ) -> None:
+        self.message_id = message_id
+        self._error_detail = error_detail
+        self._denied = frozenset(denied_tool_call_ids)
+        self._id_prefix = id_prefix or uuid.uuid4().hex[:8]
+        self._block_counter = 0
+
+        self._step_open = False
+        # Set when tool results were sent after the last model content: the model's next
+        # content (or the end of the response) opens a new step, as the stock helpers expect.
+        self._after_tool_results = False
+        self._text_id: str | None = None
+        self._reasoning_id: str | None = None
+        # Text or thoughts streamed since the last non-partial model event: that event
+        # repeats them, so its text parts are skipped.
+        self._streamed_since_final = False
+
+        self._awaiting_client: set[str] = set()
+        self._finish_reason: FinishReason | None = None
+        self._usage: dict[str, int] = {}
+        self._model_version: str | None = None
+        self._errored = False
+        self._started = False
+        self._finished = False
+
+    # -- public API ---------------------------------------------------------------------
+
+    @property
+    def awaiting_client(self) -> bool:
+        """True when the response pauses for the client (an approval or a browser tool)."""
+        return bool(self._awaiting_client)
+
+    @property
+    def errored(self) -> bool:
+        return self._errored
+
+    def start(self) -> list[BaseChunk]:
+        if self._started:
+            return []
+        self._started = True
+        return [StartChunk(message_id=self.message_id)]
+
+    def convert(self, event: Event) -> list[BaseChunk]:
+        if self._finished:
+            return []
+        out: list[BaseChunk] = []
+        if event.model_version:
+            self._model_version = event.model_version
+        content = event.content
+        if content and content.parts:
+            if event.partial:
+                self._convert_partial(content.parts, out)
+            elif content.role == "model":
+                self._convert_model_content(event, content.parts, out)
+            else:
+                self._convert_tool_results(event, content.parts, out)
+        if not event.partial:
+            self._record_final(event)
+        if event.error_code:
+            out.extend(
+                self._error(
+                    str(getattr(event.error_code, "name", event.error_code)), event.error_message
+                )
+            )
+        return out
+
+    def finish(self) -> list[BaseChunk]:
+        """Close whatever is open and end the response with ``finish``."""
+        if self._finished:
+            return []
+        out = self._close_blocks()
+        if self._after_tool_results and not self._errored and not self._awaiting_client:
+            # The response ends right after tool results. An empty step after them keeps the
+            # stock `lastAssistantMessageIsCompleteWithToolCalls` from resubmitting forever.
+            out.extend(self._new_step())
+        if self._step_open:
+            out.append(FinishStepChunk())
+            self._step_open = False
+        out.append(
+            FinishChunk(finish_reason=self._final_reason(), message_metadata=self._metadata())
+        )
+        self._finished = True
+        return out
+
+    def fail(self, exc: BaseException) -> list[BaseChunk]:
+        """End the response after the run raised: one ``error`` chunk (unless the error was
+        already reported as an ADK error event), then ``finish``."""
+        out: list[BaseChunk] = []
+        if not self._errored:
+            reference = new_error_reference()
+            log_error(reference, type(exc).__name__, str(exc), exc)
+            out.extend(self._close_blocks())
+            out.append(
+                ErrorChunk(error_text=self._error_text(type(exc).__name__, str(exc), reference))
+            )
+            self._errored = True
+        out.extend(self.finish())
+        return out
+
+    # -- partial events: streamed text and thoughts -------------------------------------------
+
+    def _convert_partial(self, parts: list[types.Part], out: list[BaseChunk]) -> None:
+        for part in parts:
+            if not part.text:
+                continue  # function calls are taken only from the final event
+            self._ensure_step(out)
+            if part.thought:
+                self._reasoning_delta(part.text, out)
+            else:
+                self._text_delta(part.text, out)
+            self._streamed_since_final = True
+
+    # -- non-partial model events ---------------------------------------------------------------
+
+    def _convert_model_content(
+        self, event: Event, parts: list[types.Part], out: list[BaseChunk]
+    ) -> None:
+        skip_text = self._streamed_since_final
+        self._streamed_since_final = False
+        out.extend(self._close_blocks())
+        long_running = set(event.long_running_tool_ids or ())
+        for part in parts:
+            if part.function_call:
+                self._function_call(part.function_call, long_running, out)
+            elif part.text and not skip_text:
+                self._ensure_step(out)
+                if part.thought:
+                    self._reasoning_delta(part.text, out)
+                else:
+                    self._text_delta(part.text, out)
+            elif part.inline_data and part.inline_data.data is not None:
+                self._ensure_step(out)
+                out.extend(self._close_blocks())
+                out.append(self._inline_data_chunk(part.inline_data))
+            elif part.file_data and part.file_data.file_uri:
+                self._ensure_step(out)
+                out.extend(self._close_blocks())
+                out.append(
+                    FileChunk(
+                        url=part.file_data.file_uri,
+                        media_type=part.file_data.mime_type or "application/octet-stream",
+                    )
+                )
+        out.extend(self._close_blocks())
+
+    def _function_call(
+        self, call: types.FunctionCall, long_running: set[str], out: list[BaseChunk]
+    ) -> None:
+        call_id = call.id or ""
+        if call.name == CONFIRMATION_TOOL:
+            original = (call.args or {}).get("originalFunctionCall") or {}
+            original_id = original.get("id") if isinstance(original, dict) else None
+            if not original_id:
+                logger.warning("confirmation request %s names no original call", call_id)
+                return
+            # Same step as the tool part it gates: a start-step in between would hide the
+            # part from the stock approval helper.
+            if not self._step_open:
+                out.extend(self._new_step())
+            out.append(ToolApprovalRequestChunk(approval_id=call_id, tool_call_id=original_id))
+            self._awaiting_client.add(call_id)
+            return
+        self._ensure_step(out)
+        name = call.name or "unknown"
+        out.append(ToolInputStartChunk(tool_call_id=call_id, tool_name=name))
+        out.append(
+            ToolInputAvailableChunk(
+                tool_call_id=call_id, tool_name=name, input=json_safe(call.args or {})
+            )
+        )
+        if call_id in long_running:
+            self._awaiting_client.add(call_id)
+
+    def _inline_data_chunk(self, blob: types.Blob) -> BaseChunk:
+        mime = blob.mime_type or "application/octet-stream"
+        encoded = base64.b64encode(blob.data or b"").decode("ascii")
+        if mime.startswith("audio/pcm"):
+            # Raw PCM is not a playable file: the client consumes it as transient data.
+            return DataChunk(
+                type="data-pcm",
+                data={"data": encoded, "mediaType": mime, "sampleRate": _pcm_rate(mime)},
+                transient=True,
+            )
+        return FileChunk(url=f"data:{mime};base64,{encoded}", media_type=mime)
+
+    # -- tool results -----------------------------------------------------------------------------
+
+    def _convert_tool_results(
+        self, event: Event, parts: list[types.Part], out: list[BaseChunk]
+    ) -> None:
+        placeholders = (
+            set(event.actions.requested_tool_confirmations or ()) if event.actions else set()
+        )
+        for part in parts:
+            response = part.function_response
+            if response is None or response.name == CONFIRMATION_TOOL:
+                continue
+            call_id = response.id or ""
+            if call_id in placeholders:
+                continue  # ADK's "requires confirmation" stand-in: the approval request says it
+            self._awaiting_client.discard(call_id)
+            out.extend(self._close_blocks())
+            if call_id in self._denied:
+                out.append(ToolOutputDeniedChunk(tool_call_id=call_id))
+            elif (error := tool_error_text(response.response)) is not None:
+                out.append(ToolOutputErrorChunk(tool_call_id=call_id, error_text=error))
+            else:
+                out.append(
+                    ToolOutputAvailableChunk(
+                        tool_call_id=call_id, output=json_safe(response.response)
+                    )
+                )
+            self._after_tool_results = True
+
+    # -- errors, finish reason, usage -------------------------------------------------------------
+
+    def _error(self, code: str, message: str | None) -> list[BaseChunk]:
+        if self._errored:
+            return []
+        self._errored = True
+        reference = new_error_reference()
+        log_error(reference, code, message)
+        out = self._close_blocks()
+        out.append(ErrorChunk(error_text=self._error_text(code, message, reference)))
+        return out
+
+    def _error_text(self, code: str | None, message: str | None, reference: str) -> str:
+        return describe_error(code, message, detail=self._error_detail, reference=reference)
+
+    def _record_final(self, event: Event) -> None:
+        reason = map_finish_reason(event.finish_reason)
+        if reason is not None:
+            self._finish_reason = reason
+        usage = event.usage_metadata
+        if usage is not None:
+            self._add_usage(usage)
+
+    def _add_usage(self, usage: types.GenerateContentResponseUsageMetadata) -> None:
+        # Usage is summed over the model calls of the response, as the AI SDK totals steps.
+        output_tokens = (usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0)
+        figures = {
+            "inputTokens": usage.prompt_token_count or 0,
+            "outputTokens": output_tokens,
+            "totalTokens": usage.total_token_count
+            or (usage.prompt_token_count or 0) + output_tokens,
+        }
+        if usage.thoughts_token_count:
+            figures["reasoningTokens"] = usage.thoughts_token_count
+        if usage.cached_content_token_count:
+            figures["cachedInputTokens"] = usage.cached_content_token_count
+        for key, value in figures.items():
+            self._usage[key] = self._usage.get(key, 0) + value
+
+    def _final_reason(self) -> FinishReason:
+        if self._errored:
+            return "error"
+        if self._awaiting_client:
+            return "tool-calls"
+        return self._finish_reason or "stop"
+
+    def _metadata(self) -> JsonValue:
+        metadata: dict[str, JsonValue] = {}
+        if self._usage:
+            metadata["usage"] = dict(self._usage)
+        if self._model_version:
+            metadata["modelVersion"] = self._model_version
+        return metadata or None
+
+    # -- steps and blocks -------------------------------------------------------------------------
+
+    def _ensure_step(self, out: list[BaseChunk]) -> None:
+        if not self._step_open or self._after_tool_results:
+            out.extend(self._new_step())
+
+    def _new_step(self) -> list[BaseChunk]:
+        out = self._close_blocks()
+        if self._step_open:
+            out.append(FinishStepChunk())
+        out.append(StartStepChunk())
+        self._step_open = True
+        self._after_tool_results = False
+        return out
+
+    def _next_id(self, kind: str) -> str:
+        self._block_counter += 1
+        return f"{kind}_{self._id_prefix}_{self._block_counter}"
+
+    def _text_delta(self, text: str, out: list[BaseChunk]) -> None:
+        if self._reasoning_id is not None:
+            out.append(ReasoningEndChunk(id=self._reasoning_id))
+            self._reasoning_id = None
+        if self._text_id is None:
+            self._text_id = self._next_id("txt")
+            out.append(TextStartChunk(id=self._text_id))
+        out.append(TextDeltaChunk(id=self._text_id, delta=text))
+
+    def _reasoning_delta(self, text: str, out: list[BaseChunk]) -> None:
+        if self._text_id is not None:
+            out.append(TextEndChunk(id=self._text_id))
+            self._text_id = None
+        if self._reasoning_id is None:
+            self._reasoning_id = self._next_id("rsn")
+            out.append(ReasoningStartChunk(id=self._reasoning_id))
+        out.append(ReasoningDeltaChunk(id=self._reasoning_id, delta=text))
+
+    def _close_blocks(self) -> list[BaseChunk]:
+        out: list[BaseChunk] = []
+        if self._reasoning_id is not None:
+            out.append(ReasoningEndChunk(id=self._reasoning_id))
+            self._reasoning_id = None
+        if self._text_id is not None:
+            out.append(TextEndChunk(id=self._text_id))
+            self._text_id = None
+        return out
+
+
+def _pcm_rate(mime: str) -> int:
+    for param in mime.split(";")[1:]:
+        key, _, value = param.strip().partition("=")
+        if key == "rate" and value.isdigit():
+            return int(value)
+    return 24000  # Gemini's output rate, when the mime type does not say

@@ -1,0 +1,51 @@
+"""Settings, read from the environment (prefix ``ADK_STREAM_``) or passed to ``create_app``."""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+OFFLINE_MODEL = "offline-demo"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="ADK_STREAM_", extra="ignore")
+
+    # Where chats live. `sqlite:///path.db` (embedded, the default), `memory://`, or any URL
+    # ADK's DatabaseSessionService accepts (needs `google-adk[db]`).
+    session_store: str = "sqlite:///.adk-stream/sessions.db"
+    # `module:attribute` naming an ADK agent or App to serve instead of the demo agent.
+    agent: str | None = None
+    app_name: Annotated[str, Field(pattern=r"^[a-zA-Z][a-zA-Z0-9_-]*$")] = "adk_stream_protocol"
+    # `auto`: Gemini when a Google API key or Vertex AI is configured, else the offline model.
+    model: str = "auto"
+    gemini_model: str = "gemini-2.5-flash"
+    live_model: str = "gemini-live-2.5-flash-preview"
+    # Show exception details in `error` chunks (development only).
+    error_detail: bool = False
+    cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    host: str = "127.0.0.1"
+    port: int = 8000
+    # Seconds between keep-alive comments while the agent is silent.
+    keep_alive_seconds: float = 15.0
+    # Largest accepted request body, in bytes (images arrive base64-encoded in it).
+    max_request_bytes: int = 20 * 1024 * 1024
+    # How long a request waits for an earlier request on the same chat to finish.
+    chat_busy_timeout_seconds: float = 5.0
+
+    def model_post_init(self, context: object) -> None:
+        if isinstance(self.cors_origins, str):  # comma-separated in the environment
+            self.cors_origins = [o.strip() for o in self.cors_origins.split(",") if o.strip()]
+
+    def resolved_model(self) -> str:
+        if self.model != "auto":
+            return self.model
+        return self.gemini_model if google_credentials_configured() else OFFLINE_MODEL
+
+
+def google_credentials_configured() -> bool:
+    use_vertex = os.environ.get("GOOGLE_GENAI_USE_VERTEXAI", "").lower() in ("1", "true", "yes")
+    return use_vertex or bool(os.environ.get("GOOGLE_API_KEY") or os.environ.get("GEMINI_API_KEY"))

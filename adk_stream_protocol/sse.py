@@ -1,0 +1,31 @@
+"""Server-Sent Events framing of UI message stream chunks.
+
+Both transports use the same framing: ``/stream`` writes these bytes to the HTTP body and
+``/live`` sends each event as one WebSocket text frame. Every event ends with a blank line,
+the last one included, because the client's parser has no flush: an event without its
+trailing blank line is silently lost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from adk_stream_protocol.chunks import BaseChunk
+
+DONE = "data: [DONE]\n\n"
+KEEP_ALIVE_COMMENT = "keep-alive"
+
+# The headers the AI SDK's own server sends. The client checks none of them; proxies and
+# other consumers rely on them (x-accel-buffering stops nginx from buffering the stream).
+SSE_HEADERS: Mapping[str, str] = {
+    "content-type": "text/event-stream",
+    "cache-control": "no-cache",
+    "connection": "keep-alive",
+    "x-vercel-ai-ui-message-stream": "v1",
+    "x-accel-buffering": "no",
+}
+
+
+def format_event(chunk: BaseChunk) -> str:
+    """Frame one chunk as one SSE event: ``data: <json>\\n\\n``."""
+    return f"data: {chunk.model_dump_json()}\n\n"

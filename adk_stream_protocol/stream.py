@@ -1,0 +1,194 @@
+"""``POST /stream``: one request, one ADK ``run_async``, one SSE response.
+
+The agent runs in its own task and hands chunks to the response through a queue. When the
+client goes away (``stop()``, a closed tab) the response sets ADK's abort signal; the run
+then ends on its own, sealing the invocation in the session, instead of being cancelled in
+the middle of a write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Annotated
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse, Response
+from google.adk.agents.run_config import RunConfig, StreamingMode
+from google.adk.events import Event
+from pydantic import ValidationError
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from adk_stream_protocol.chunks import BaseChunk
+from adk_stream_protocol.converter import StreamProtocolConverter
+from adk_stream_protocol.errors import RequestError
+from adk_stream_protocol.history import ASSISTANT_MESSAGE_ID_KEY, USER_MESSAGE_ID_KEY
+from adk_stream_protocol.identity import current_user
+from adk_stream_protocol.sessions import ChatLease
+from adk_stream_protocol.sse import DONE, KEEP_ALIVE_COMMENT, SSE_HEADERS, format_event
+from adk_stream_protocol.turns import TurnPlan
+from adk_stream_protocol.ui_messages import ChatRequest
+
+if TYPE_CHECKING:
+    from adk_stream_protocol.app import Bridge
+
+logger = logging.getLogger(__name__)
+
+router = APIRouter()
+
+
+@router.post("/stream", response_model=None)
+async def stream(request: Request, user_id: Annotated[str, Depends(current_user)]) -> Response:
+    bridge: Bridge = request.app.state.bridge
+    try:
+        chat = await read_chat_request(request, bridge.settings.max_request_bytes)
+        turn = await bridge.prepare_turn(user_id, chat)
+    except RequestError as exc:
+        logger.info("stream request refused status=%s reason=%s", exc.status, exc.message)
+        return JSONResponse({"detail": exc.message}, status_code=exc.status)
+    return EventSourceResponse(
+        turn.sse_events(),
+        headers=dict(SSE_HEADERS),
+        sep="\n",
+        ping=bridge.settings.keep_alive_seconds,
+        ping_message_factory=lambda: ServerSentEvent(comment=KEEP_ALIVE_COMMENT, sep="\n"),
+    )
+
+
+async def read_chat_request(request: Request, max_bytes: int) -> ChatRequest:
+    content_type = request.headers.get("content-type", "")
+    if content_type.split(";")[0].strip().lower() != "application/json":
+        raise RequestError(415, "send the chat request as application/json")
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+        raise RequestError(413, f"the request body is larger than {max_bytes} bytes")
+    body = bytearray()
+    async for piece in request.stream():
+        body.extend(piece)
+        if len(body) > max_bytes:
+            raise RequestError(413, f"the request body is larger than {max_bytes} bytes")
+    try:
+        payload = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RequestError(422, f"the request body is not valid JSON: {exc}") from None
+    try:
+        return ChatRequest.model_validate(payload)
+    except ValidationError as exc:
+        raise RequestError(422, readable_validation_error(exc)) from None
+
+
+def readable_validation_error(exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(p) for p in error["loc"] if not _is_union_tag(p))
+        problems.append(f"{where or 'body'}: {error['msg']}")
+    return "invalid chat request: " + "; ".join(problems)
+
+
+def _is_union_tag(loc_item: object) -> bool:
+    # pydantic puts the matched union member's tag in the error location; users need the
+    # path of their data, not our type names.
+    return isinstance(loc_item, str) and loc_item in _UNION_TAGS
+
+
+_UNION_TAGS = frozenset(
+    {
+        "text",
+        "reasoning",
+        "file",
+        "step-start",
+        "source-url",
+        "source-document",
+        "tool",
+        "dynamic-tool",
+        "data",
+    }
+)
+
+
+class StreamTurn:
+    """One ``/stream`` response: the ADK run (producer task) and the SSE body (consumer)."""
+
+    def __init__(
+        self,
+        bridge: Bridge,
+        *,
+        user_id: str,
+        chat_id: str,
+        plan: TurnPlan,
+        lease: ChatLease,
+    ) -> None:
+        self._bridge = bridge
+        self._user_id = user_id
+        self._chat_id = chat_id
+        self._plan = plan
+        self._lease = lease
+        self._converter = StreamProtocolConverter(
+            message_id=plan.message_id,
+            error_detail=bridge.settings.error_detail,
+            denied_tool_call_ids=plan.denied_tool_call_ids,
+        )
+        self._queue: asyncio.Queue[BaseChunk | None] = asyncio.Queue()
+        self._abort = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def begin(self) -> None:
+        self._task = self._bridge.spawn(self._run(), name=f"stream:{self._chat_id}")
+
+    async def sse_events(self) -> AsyncIterator[bytes]:
+        # Bytes pass through sse-starlette untouched; it only adds the keep-alive comments.
+        completed = False
+        try:
+            while (chunk := await self._queue.get()) is not None:
+                yield format_event(chunk).encode()
+            yield DONE.encode()
+            completed = True
+        finally:
+            if not completed:
+                logger.info(
+                    "client left user=%s chat=%s: aborting the run", self._user_id, self._chat_id
+                )
+                self._abort.set()
+
+    async def _run(self) -> None:
+        converter = self._converter
+        self._put(converter.start())
+        try:
+            async with aclosing(self._events()) as events:
+                async for event in events:
+                    self._put(converter.convert(event))
+        except Exception as exc:
+            self._put(converter.fail(exc))
+        else:
+            self._put(converter.finish())
+        finally:
+            self._queue.put_nowait(None)
+            self._lease.release()
+
+    def _events(self) -> AsyncGenerator[Event, None]:
+        plan = self._plan
+        run_config = RunConfig(
+            streaming_mode=StreamingMode.SSE,
+            custom_metadata={
+                key: value
+                for key, value in (
+                    (USER_MESSAGE_ID_KEY, plan.user_message_id),
+                    (ASSISTANT_MESSAGE_ID_KEY, plan.message_id),
+                )
+                if value is not None
+            },
+        )
+        return self._bridge.runner.run_async(
+            user_id=self._user_id,
+            session_id=self._chat_id,
+            new_message=plan.new_message,
+            run_config=run_config,
+            abort_signal=self._abort,
+        )
+
+    def _put(self, chunks: list[BaseChunk]) -> None:
+        for chunk in chunks:
+            self._queue.put_nowait(chunk)

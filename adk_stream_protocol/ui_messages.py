@@ -1,0 +1,180 @@
+"""The request side: ``UIMessage`` and its parts, and the body ``DefaultChatTransport`` posts.
+
+Parts are validated by their ``type``; an unknown type is an error, not something to drop.
+Unknown *keys* on known parts are ignored, because newer 6.x clients add fields (``title``,
+``callProviderMetadata``, ``preliminary``…) that the server does not need
+(docs/adr/0005-request-validation.md).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, JsonValue, Tag
+from pydantic.alias_generators import to_camel
+
+# Chat ids become ADK session ids and appear in logs: keep them to a safe alphabet.
+CHAT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
+
+ToolState: TypeAlias = Literal[
+    "input-streaming",
+    "input-available",
+    "approval-requested",
+    "approval-responded",
+    "output-available",
+    "output-error",
+    "output-denied",
+]
+
+
+class UIModel(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+
+class TextUIPart(UIModel):
+    type: Literal["text"]
+    text: str
+    state: Literal["streaming", "done"] | None = None
+
+
+class ReasoningUIPart(UIModel):
+    type: Literal["reasoning"]
+    text: str
+    state: Literal["streaming", "done"] | None = None
+
+
+class FileUIPart(UIModel):
+    type: Literal["file"]
+    media_type: str
+    url: str
+    filename: str | None = None
+
+
+class StepStartUIPart(UIModel):
+    type: Literal["step-start"]
+
+
+class SourceUrlUIPart(UIModel):
+    type: Literal["source-url"]
+    source_id: str
+    url: str
+    title: str | None = None
+
+
+class SourceDocumentUIPart(UIModel):
+    type: Literal["source-document"]
+    source_id: str
+    media_type: str
+    title: str
+    filename: str | None = None
+
+
+class ToolApproval(UIModel):
+    id: str
+    approved: bool | None = None
+    reason: str | None = None
+
+
+class ToolUIPartBase(UIModel):
+    tool_call_id: str
+    state: ToolState
+    input: JsonValue = None
+    output: JsonValue = None
+    error_text: str | None = None
+    approval: ToolApproval | None = None
+    provider_executed: bool | None = None
+    preliminary: bool | None = None
+
+
+class ToolUIPart(ToolUIPartBase):
+    """A static tool part: ``type`` is ``tool-<toolName>``."""
+
+    type: Annotated[str, Field(pattern=r"^tool-.+")]
+
+    @property
+    def tool_name(self) -> str:
+        return self.type.removeprefix("tool-")
+
+
+class DynamicToolUIPart(ToolUIPartBase):
+    type: Literal["dynamic-tool"]
+    tool_name: str
+
+
+class DataUIPart(UIModel):
+    type: Annotated[str, Field(pattern=r"^data-.+")]
+    id: str | None = None
+    data: JsonValue = None
+
+
+_PART_TAGS = {
+    "text",
+    "reasoning",
+    "file",
+    "step-start",
+    "source-url",
+    "source-document",
+    "dynamic-tool",
+}
+
+
+def _part_tag(value: Any) -> str | None:
+    part_type = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    if not isinstance(part_type, str):
+        return None
+    if part_type in _PART_TAGS:
+        return part_type
+    if part_type.startswith("tool-"):
+        return "tool"
+    if part_type.startswith("data-"):
+        return "data"
+    return None
+
+
+UIMessagePart: TypeAlias = Annotated[
+    Annotated[TextUIPart, Tag("text")]
+    | Annotated[ReasoningUIPart, Tag("reasoning")]
+    | Annotated[FileUIPart, Tag("file")]
+    | Annotated[StepStartUIPart, Tag("step-start")]
+    | Annotated[SourceUrlUIPart, Tag("source-url")]
+    | Annotated[SourceDocumentUIPart, Tag("source-document")]
+    | Annotated[ToolUIPart, Tag("tool")]
+    | Annotated[DynamicToolUIPart, Tag("dynamic-tool")]
+    | Annotated[DataUIPart, Tag("data")],
+    Discriminator(
+        _part_tag,
+        custom_error_type="unknown_part_type",
+        custom_error_message=(
+            "unknown part type; expected text, reasoning, file, step-start, source-url, "
+            "source-document, dynamic-tool, tool-<name> or data-<name>"
+        ),
+    ),
+]
+
+AnyToolUIPart: TypeAlias = ToolUIPart | DynamicToolUIPart
+
+
+class UIMessage(UIModel):
+    id: str
+    role: Literal["system", "user", "assistant"]
+    metadata: JsonValue = None
+    parts: list[UIMessagePart]
+
+    def tool_parts(self) -> list[AnyToolUIPart]:
+        return [p for p in self.parts if isinstance(p, ToolUIPart | DynamicToolUIPart)]
+
+
+class ChatRequest(UIModel):
+    """The body of ``POST /stream`` as ``DefaultChatTransport`` sends it.
+
+    Fields an app adds through the transport's ``body`` option are ignored.
+    """
+
+    id: Annotated[str, Field(pattern=CHAT_ID_PATTERN)]
+    messages: Annotated[list[UIMessage], Field(min_length=1)]
+    trigger: Literal["submit-message", "regenerate-message"] = "submit-message"
+    message_id: str | None = None
+
+    @property
+    def last_message(self) -> UIMessage:
+        return self.messages[-1]
