@@ -1,0 +1,13 @@
+"""Offline demo agent: a scripted model and four tools (two run in the browser)."""
+
+from .agent import OFFLINE_MODEL_NAME, build_demo_agent
+from .model import OfflineDemoLlm, register_offline_model
+from .tools import demo_tools
+
+__all__ = [
+    "OFFLINE_MODEL_NAME",
+    "OfflineDemoLlm",
+    "build_demo_agent",
+    "demo_tools",
+    "register_offline_model",
+]

@@ -1,0 +1,65 @@
+"""A small agent for tests that need what the demo does not have: a slow tool and a tool that
+raises. Served through the `ADK_STREAM_AGENT=tests.agents:root_agent` setting, which is also how
+users plug in their own agent."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator
+
+from google.adk.agents import LlmAgent
+from google.adk.models import BaseLlm, LlmCapabilities
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
+from google.genai import types
+
+
+async def slow_tool(seconds: float) -> dict[str, float]:
+    """Waits, then answers."""
+    await asyncio.sleep(seconds)
+    return {"waited": seconds}
+
+
+def exploding_tool() -> dict[str, str]:
+    """Always raises."""
+    raise RuntimeError("secret tool internals /srv/db password=hunter2")
+
+
+class ToolCallingLlm(BaseLlm):
+    """Calls the tool the user names ("slow 1.5" or "explode"), then reports its result."""
+
+    model: str = "tool-calling-test"
+
+    @property
+    def capabilities(self) -> LlmCapabilities:
+        return LlmCapabilities(output_schema_and_tools=False)
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        last = llm_request.contents[-1]
+        parts = last.parts or []
+        if any(p.function_response for p in parts):
+            text = f"Tool said {parts[0].function_response.response}."  # type: ignore[union-attr]
+            yield LlmResponse(content=types.Content(role="model", parts=[types.Part(text=text)]))
+            return
+        words = "".join(p.text or "" for p in parts).split()
+        if words and words[0] == "slow":
+            call = types.FunctionCall(name="slow_tool", args={"seconds": float(words[1])})
+        elif words and words[0] == "explode":
+            call = types.FunctionCall(name="exploding_tool", args={})
+        else:
+            reply = types.Part(text="Say 'slow <seconds>' or 'explode'.")
+            yield LlmResponse(content=types.Content(role="model", parts=[reply]))
+            return
+        yield LlmResponse(
+            content=types.Content(role="model", parts=[types.Part(function_call=call)])
+        )
+
+
+root_agent = LlmAgent(
+    name="test_agent",
+    model=ToolCallingLlm(),
+    instruction="Call the tool the user names.",
+    tools=[slow_tool, exploding_tool],
+)
