@@ -1,0 +1,802 @@
+// Real-client checker: drives the AI SDK v6 chat state machine (AbstractChat +
+// DefaultChatTransport from the real `ai` package) against a running server.
+//
+//   node chat-client.mjs < job.json > report.json      (logs go to stderr)
+//
+// Everything the chat does comes from the real package. This script only
+// supplies in-memory state storage, a fetch wrapper that records the wire, and
+// the user's actions (the job's steps).
+//
+// Job (one JSON object on stdin):
+//   api                    POST endpoint, e.g. "http://127.0.0.1:8000/stream"
+//   client                 "latest" (ai 6.0.326, default) | "6.0.25"
+//   chatId, headers, body  passed to AbstractChat / DefaultChatTransport
+//   sendAutomaticallyWhen  "none" | "approvals" | "tool-calls" | "both"
+//   toolOutputs            {toolName: {output} | {errorText}}: browser tools
+//                          answered from onToolCall
+//   maxRequests            loop guard (default 8); timeoutMs (default 60000)
+//   steps                  run one by one, each until the chat is quiescent:
+//     {action:"send", text?, files?, messageId? | messageIndex?}
+//     {action:"regenerate", messageId? | messageIndex?}
+//     {action:"approve", approved?, reason?, toolName?, toolCallId?}
+//     {action:"toolOutput", toolName?, toolCallId?, output? | errorText?}
+//     {action:"stop", afterChunks}   arms a stop for the NEXT response
+//
+// Report (one JSON object on stdout): requests (wire record per request, with
+// SSE events, parsed chunks, and violations of the strict 6.0.25 and the
+// 6.0.326 chunk schemas), messages, status, error, finishReasons, loop,
+// timeout, toolCalls, steps. Exit code 0 whenever a report is printed.
+
+import { readFileSync } from 'node:fs';
+import process from 'node:process';
+
+// After a step, the chat must stay idle this long before we call it quiescent,
+// so an automatic resubmission (sendAutomaticallyWhen) has time to start.
+const SETTLE_MS = 300;
+const POLL_MS = 10;
+const DEFAULT_TIMEOUT_MS = 60_000;
+const DEFAULT_MAX_REQUESTS = 8;
+// Before aborting for a "stop" step, the chat must have stopped changing for
+// this long, so the chunks we let through have really been applied.
+const STOP_QUIET_MS = 100;
+
+const CLIENT_PACKAGES = { latest: 'ai', '6.0.326': 'ai', '6.0.25': 'ai-6.0.25' };
+const AUTO_SEND_MODES = new Set(['none', 'approvals', 'tool-calls', 'both']);
+const ACTIONS = new Set(['send', 'regenerate', 'approve', 'toolOutput', 'stop']);
+
+const log = (...args) => console.error('[chat-client]', ...args);
+const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
+const errorMessage = error =>
+  error instanceof Error ? error.message : String(error);
+
+// ---------------------------------------------------------------------------
+// SSE parsing, with the semantics of eventsource-parser as the client uses it:
+// lines end with CRLF, LF or CR; a blank line dispatches the event if it had at
+// least one data line; data lines are joined with "\n"; one space after the
+// colon is dropped; comments and other fields are ignored. There is no flush:
+// an event without its terminating blank line is never dispatched.
+// ---------------------------------------------------------------------------
+
+function createSseParser({ onEvent = () => {}, onLine = () => {} }) {
+  let buffer = '';
+  let dataLines = [];
+
+  // Returns the event data when this line dispatched an event.
+  function processLine(line) {
+    if (line === '') {
+      const data = dataLines.length > 0 ? dataLines.join('\n') : undefined;
+      dataLines = [];
+      if (data !== undefined) onEvent(data);
+      return data;
+    }
+    if (line.startsWith(':')) return undefined; // comment (e.g. keep-alive)
+    const colon = line.indexOf(':');
+    const field = colon === -1 ? line : line.slice(0, colon);
+    let value = colon === -1 ? '' : line.slice(colon + 1);
+    if (value.startsWith(' ')) value = value.slice(1);
+    if (field === 'data') dataLines.push(value);
+    return undefined;
+  }
+
+  // Feeds decoded text (TextDecoder has already dropped a leading BOM, as the
+  // client's TextDecoderStream does). A lone CR at the very end of the buffer
+  // may be the first half of a CRLF, so (like the real parser) it waits.
+  function feed(text) {
+    buffer += text;
+    let start = 0;
+    for (;;) {
+      const match = /\r\n|\n|\r/g;
+      match.lastIndex = start;
+      const found = match.exec(buffer);
+      if (found === null) break;
+      const terminator = found[0];
+      if (terminator === '\r' && found.index === buffer.length - 1) break;
+      const end = found.index + terminator.length;
+      const dispatched = processLine(buffer.slice(start, found.index));
+      onLine(buffer.slice(start, end), dispatched);
+      start = end;
+    }
+    buffer = buffer.slice(start);
+  }
+
+  return { feed };
+}
+
+// All events of a complete body, plus the text after the last blank line:
+// the client drops that tail silently because the parser has no flush.
+function parseSseEvents(text) {
+  const events = [];
+  let consumed = 0;
+  let boundary = 0;
+  const parser = createSseParser({
+    onEvent: data => events.push(data),
+    onLine: line => {
+      consumed += line.length;
+      if (/^(\r\n|\n|\r)$/.test(line)) boundary = consumed;
+    },
+  });
+  parser.feed(text);
+  return { events, undispatchedTail: text.slice(boundary) };
+}
+
+// ---------------------------------------------------------------------------
+// Chunk validation against the package's own uiMessageChunkSchema (a lazy
+// schema whose value has an async `validate`, the same call the transport's
+// JSON event stream parser makes).
+// ---------------------------------------------------------------------------
+
+// Zod reports a failed union as one issue per branch; keep only the branches
+// whose `type` matched, so the message says what is wrong with this chunk.
+function relevantIssues(issues) {
+  const out = [];
+  for (const issue of issues ?? []) {
+    if (issue.code === 'invalid_union' && Array.isArray(issue.errors)) {
+      const matching = issue.errors.filter(
+        branch => !branch.some(i => i.path?.[0] === 'type'),
+      );
+      if (matching.length === 0) {
+        out.push({ path: ['type'], message: 'unknown chunk type' });
+      } else {
+        for (const branch of matching) out.push(...relevantIssues(branch));
+      }
+    } else {
+      out.push(issue);
+    }
+  }
+  return out;
+}
+
+function describeIssues(issues) {
+  return issues
+    .map(issue => {
+      const path = (issue.path ?? []).join('.');
+      const keys = issue.keys ? ` (${issue.keys.join(', ')})` : '';
+      return `${path || '(chunk)'}: ${issue.message}${keys}`;
+    })
+    .join('; ');
+}
+
+async function validateChunks(schema, chunkEntries) {
+  const violations = [];
+  for (const entry of chunkEntries) {
+    if (entry.parseError != null) {
+      violations.push({
+        index: null,
+        eventIndex: entry.eventIndex,
+        chunk: entry.raw,
+        error: `invalid JSON: ${entry.parseError}`,
+      });
+      continue;
+    }
+    const result = await schema.validate(entry.value);
+    if (result.success) continue;
+    const issues = relevantIssues(result.error?.issues);
+    violations.push({
+      index: entry.index,
+      eventIndex: entry.eventIndex,
+      chunk: entry.value,
+      error:
+        issues.length > 0
+          ? describeIssues(issues)
+          : errorMessage(result.error),
+      issues,
+    });
+  }
+  return violations;
+}
+
+// ---------------------------------------------------------------------------
+// Chat state: mirrors @ai-sdk/react's ReactChatState (arrays replaced, not
+// mutated; replaceMessage stores a structuredClone snapshot), minus the React
+// callbacks. `onChange` lets the runner notice activity.
+// ---------------------------------------------------------------------------
+
+class MemoryChatState {
+  #messages = [];
+  #status = 'ready';
+  #error = undefined;
+
+  constructor(onChange) {
+    this.onChange = onChange;
+    this.statusHistory = [];
+  }
+
+  get status() {
+    return this.#status;
+  }
+  set status(value) {
+    this.#status = value;
+    this.statusHistory.push(value);
+    this.onChange();
+  }
+  get error() {
+    return this.#error;
+  }
+  set error(value) {
+    this.#error = value;
+    this.onChange();
+  }
+  get messages() {
+    return this.#messages;
+  }
+  set messages(value) {
+    this.#messages = [...value];
+    this.onChange();
+  }
+
+  pushMessage = message => {
+    this.#messages = this.#messages.concat(message);
+    this.onChange();
+  };
+  popMessage = () => {
+    this.#messages = this.#messages.slice(0, -1);
+    this.onChange();
+  };
+  replaceMessage = (index, message) => {
+    this.#messages = [
+      ...this.#messages.slice(0, index),
+      this.snapshot(message),
+      ...this.#messages.slice(index + 1),
+    ];
+    this.onChange();
+  };
+  snapshot = value => structuredClone(value);
+}
+
+// ---------------------------------------------------------------------------
+// Wire recorder: a fetch for DefaultChatTransport that records each request
+// and tees the response body (one branch to the client, one read as text).
+// ---------------------------------------------------------------------------
+
+function headersToObject(headers) {
+  return Object.fromEntries(new Headers(headers ?? {}).entries());
+}
+
+function parseRequestBody(body) {
+  if (typeof body !== 'string') return body ?? null;
+  try {
+    return JSON.parse(body);
+  } catch {
+    return body;
+  }
+}
+
+class LoopGuardError extends Error {}
+
+function createRecorder({ maxRequests, touch }) {
+  const recorder = {
+    records: [],
+    inFlight: 0,
+    loop: false,
+    loopRequest: null,
+    armedStop: null, // {afterChunks, onCut} for the next response
+  };
+
+  async function readAll(record, stream) {
+    const reader = stream.getReader();
+    const decoder = new TextDecoder();
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        record.rawBody += decoder.decode(value, { stream: true });
+      }
+      record.rawBody += decoder.decode();
+    } catch (error) {
+      record.bodyError = errorMessage(error);
+    }
+  }
+
+  recorder.fetch = async (input, init = {}) => {
+    const request = {
+      method: init.method ?? 'GET',
+      url: String(input),
+      headers: headersToObject(init.headers),
+      body: parseRequestBody(init.body),
+    };
+    if (recorder.records.length >= maxRequests) {
+      // Rejecting (rather than aborting) makes the chat end in status "error",
+      // which stops automatic resubmission in every client version.
+      recorder.loop = true;
+      recorder.loopRequest = request;
+      touch();
+      throw new LoopGuardError(
+        `loop guard: more than ${maxRequests} requests (maxRequests)`,
+      );
+    }
+
+    const record = {
+      request,
+      status: null,
+      responseHeaders: {},
+      rawBody: '',
+      bodyError: null,
+      networkError: null,
+      stopped: false,
+      done: null,
+    };
+    recorder.records.push(record);
+    recorder.inFlight++;
+    touch();
+    const finished = () => {
+      recorder.inFlight--;
+      touch();
+    };
+
+    let response;
+    try {
+      response = await fetch(input, init);
+    } catch (error) {
+      record.networkError = errorMessage(error);
+      finished();
+      throw error;
+    }
+    record.status = response.status;
+    record.responseHeaders = headersToObject(response.headers);
+    if (response.body == null) {
+      finished();
+      return response;
+    }
+
+    const [forClient, forRecord] = response.body.tee();
+    record.done = readAll(record, forRecord).finally(finished);
+
+    const stop = recorder.armedStop;
+    recorder.armedStop = null;
+    const clientBody = stop
+      ? cutAfterChunks(forClient, stop, record, init.signal)
+      : forClient;
+    return new Response(clientBody, {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
+  };
+
+  return recorder;
+}
+
+// Lets exactly `afterChunks` JSON events through to the client, then holds the
+// rest back and calls `onCut` (which stops the chat). The stream errors with
+// the abort reason once the chat aborts the request.
+function cutAfterChunks(source, { afterChunks, onCut }, record, signal) {
+  const encoder = new TextEncoder();
+  const decoder = new TextDecoder();
+  let delivered = 0;
+  let cut = false;
+  let controllerRef;
+  const lines = [];
+  const parser = createSseParser({
+    onLine: (line, dispatched) => lines.push({ line, dispatched }),
+  });
+
+  const abortHandler = () => {
+    try {
+      controllerRef?.error(
+        signal.reason ?? new DOMException('aborted', 'AbortError'),
+      );
+    } catch {
+      // already closed or errored
+    }
+  };
+  signal?.addEventListener('abort', abortHandler, { once: true });
+
+  return new ReadableStream({
+    async start(controller) {
+      controllerRef = controller;
+      const reader = source.getReader();
+      try {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          if (cut) continue; // keep draining; the client sees nothing more
+          parser.feed(decoder.decode(value, { stream: true }));
+          // Forward line by line so the cut lands exactly on an event border.
+          for (const { line, dispatched } of lines) {
+            controller.enqueue(encoder.encode(line));
+            if (dispatched !== undefined && dispatched !== '[DONE]') delivered++;
+            if (delivered >= afterChunks) {
+              cut = true;
+              break;
+            }
+          }
+          lines.length = 0;
+          if (cut && !record.stopped) {
+            record.stopped = true;
+            record.deliveredChunks = delivered;
+            void onCut();
+          }
+        }
+        // The body ended before the cut: behave like an untouched response.
+        if (!cut) controller.close();
+      } catch (error) {
+        try {
+          controller.error(error);
+        } catch {
+          // already errored by the abort handler
+        }
+      }
+    },
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Job handling
+// ---------------------------------------------------------------------------
+
+function validateJob(job) {
+  const problems = [];
+  if (typeof job?.api !== 'string') problems.push('"api" must be a string');
+  const client = job?.client ?? 'latest';
+  if (!(client in CLIENT_PACKAGES)) {
+    problems.push(`"client" must be one of ${Object.keys(CLIENT_PACKAGES)}`);
+  }
+  const mode = job?.sendAutomaticallyWhen ?? 'none';
+  if (!AUTO_SEND_MODES.has(mode)) {
+    problems.push(`"sendAutomaticallyWhen" must be one of ${[...AUTO_SEND_MODES]}`);
+  }
+  if (!Array.isArray(job?.steps)) problems.push('"steps" must be an array');
+  for (const [i, step] of (job?.steps ?? []).entries()) {
+    if (!ACTIONS.has(step?.action)) {
+      problems.push(`steps[${i}].action must be one of ${[...ACTIONS]}`);
+    }
+  }
+  if (problems.length > 0) throw new Error(`invalid job: ${problems.join('; ')}`);
+}
+
+function buildSendAutomaticallyWhen(ai, mode) {
+  const approvals = ai.lastAssistantMessageIsCompleteWithApprovalResponses;
+  const toolCalls = ai.lastAssistantMessageIsCompleteWithToolCalls;
+  switch (mode) {
+    case 'approvals':
+      return approvals;
+    case 'tool-calls':
+      return toolCalls;
+    case 'both':
+      // Synchronous on purpose: 6.0.25 calls this without awaiting it.
+      return options => approvals(options) || toolCalls(options);
+    default:
+      return undefined;
+  }
+}
+
+// Tool parts matching an optional tool name and/or tool call id.
+function findToolParts(ai, messages, { toolName, toolCallId, state }) {
+  const found = [];
+  for (const message of messages) {
+    for (const part of message.parts) {
+      if (!ai.isToolUIPart(part)) continue;
+      if (state != null && part.state !== state) continue;
+      if (toolName != null && ai.getToolName(part) !== toolName) continue;
+      if (toolCallId != null && part.toolCallId !== toolCallId) continue;
+      found.push(part);
+    }
+  }
+  return found;
+}
+
+function describeFilter(step) {
+  return JSON.stringify({ toolName: step.toolName, toolCallId: step.toolCallId });
+}
+
+// Client-generated message ids are random, so a job can name a message by its
+// position instead: `messageIndex` (negative counts from the end).
+function targetMessageId(chat, step) {
+  if (step.messageId !== undefined) return step.messageId;
+  if (step.messageIndex === undefined) return undefined;
+  const message = chat.messages.at(step.messageIndex);
+  if (message == null) throw new Error(`no message at index ${step.messageIndex}`);
+  return message.id;
+}
+
+async function runStep(ctx, step) {
+  const { ai, chat } = ctx;
+  switch (step.action) {
+    case 'send': {
+      const message = {};
+      if (step.text !== undefined) message.text = step.text;
+      if (step.files !== undefined) message.files = step.files;
+      const messageId = targetMessageId(chat, step);
+      if (messageId !== undefined) message.messageId = messageId;
+      return chat.sendMessage(message);
+    }
+    case 'regenerate': {
+      const messageId = targetMessageId(chat, step);
+      return chat.regenerate(messageId !== undefined ? { messageId } : {});
+    }
+    case 'approve': {
+      const last = chat.messages.at(-1);
+      const parts = findToolParts(ai, last ? [last] : [], {
+        ...step,
+        state: 'approval-requested',
+      });
+      if (parts.length === 0) {
+        throw new Error(
+          `approve: no tool part in state approval-requested in the last message matches ${describeFilter(step)}`,
+        );
+      }
+      for (const part of parts) {
+        await chat.addToolApprovalResponse({
+          id: part.approval.id,
+          approved: step.approved ?? true,
+          ...(step.reason !== undefined ? { reason: step.reason } : {}),
+        });
+      }
+      return;
+    }
+    case 'toolOutput': {
+      // Prefer the newest match: that is the part the user is looking at.
+      const parts = findToolParts(ai, chat.messages, step);
+      const part = parts.at(-1);
+      if (part == null) {
+        throw new Error(`toolOutput: no tool part matches ${describeFilter(step)}`);
+      }
+      return chat.addToolOutput(
+        toolOutputArgs(ai.getToolName(part), part.toolCallId, step),
+      );
+    }
+    case 'stop':
+      // Steps run one at a time, so a stop arms the NEXT response: it is cut
+      // after `afterChunks` chunks and the chat is stopped, like a user
+      // pressing stop mid-stream.
+      ctx.recorder.armedStop = {
+        afterChunks: step.afterChunks ?? 1,
+        onCut: () => stopWhenApplied(ctx),
+      };
+      return;
+    default:
+      throw new Error(`unknown action ${step.action}`);
+  }
+}
+
+function toolOutputArgs(toolName, toolCallId, spec) {
+  if (spec.errorText !== undefined) {
+    return {
+      state: 'output-error',
+      tool: toolName,
+      toolCallId,
+      errorText: spec.errorText,
+    };
+  }
+  return { tool: toolName, toolCallId, output: spec.output ?? null };
+}
+
+async function stopWhenApplied(ctx) {
+  const cutAt = Date.now();
+  while (
+    Date.now() - cutAt < STOP_QUIET_MS ||
+    Date.now() - ctx.lastStateChange < STOP_QUIET_MS
+  ) {
+    await sleep(POLL_MS);
+  }
+  log('stop: aborting the response');
+  await ctx.chat.stop();
+}
+
+const isSettledStatus = status => status === 'ready' || status === 'error';
+
+// Quiescent: settled status, nothing in flight, nothing happened for SETTLE_MS.
+async function waitForQuiescence(ctx) {
+  for (;;) {
+    const idle =
+      isSettledStatus(ctx.chat.status) && ctx.recorder.inFlight === 0;
+    if (idle && Date.now() - ctx.lastActivity >= SETTLE_MS) return;
+    await sleep(POLL_MS);
+  }
+}
+
+async function runSteps(ctx, steps) {
+  for (const [index, step] of steps.entries()) {
+    if (ctx.recorder.loop) break;
+    const firstRequest = ctx.recorder.records.length;
+    const result = { index, action: step.action, error: null };
+    ctx.stepResults.push(result);
+    log(`step ${index}: ${step.action}`);
+    ctx.touch();
+    try {
+      await runStep(ctx, step);
+    } catch (error) {
+      result.error = errorMessage(error);
+      log(`step ${index} failed: ${result.error}`);
+    }
+    await waitForQuiescence(ctx);
+    result.requests = range(firstRequest, ctx.recorder.records.length);
+    result.status = ctx.chat.status;
+  }
+}
+
+const range = (from, to) => Array.from({ length: to - from }, (_, i) => from + i);
+
+// ---------------------------------------------------------------------------
+// Report
+// ---------------------------------------------------------------------------
+
+async function buildRequestReport(record, schemas) {
+  const { events, undispatchedTail } = parseSseEvents(record.rawBody);
+  const chunkEntries = [];
+  const chunks = [];
+  events.forEach((raw, eventIndex) => {
+    if (raw === '[DONE]') return;
+    try {
+      const value = JSON.parse(raw);
+      chunkEntries.push({ index: chunks.length, eventIndex, value });
+      chunks.push(value);
+    } catch (error) {
+      chunkEntries.push({ eventIndex, raw, parseError: errorMessage(error) });
+    }
+  });
+  const report = {
+    request: record.request,
+    status: record.status,
+    responseHeaders: record.responseHeaders,
+    rawBody: record.rawBody,
+    events,
+    chunks,
+    endsWithDone: events.at(-1) === '[DONE]',
+    endsWithBlankLine: /(\r\n|\n|\r)(\r\n|\n)$/.test(record.rawBody),
+    undispatchedTail,
+    strictViolations: await validateChunks(schemas.strict, chunkEntries),
+    latestViolations: await validateChunks(schemas.latest, chunkEntries),
+    bodyError: record.bodyError,
+    networkError: record.networkError,
+    stopped: record.stopped,
+  };
+  if (record.stopped) report.deliveredChunks = record.deliveredChunks;
+  return report;
+}
+
+async function buildReport(ctx, { timeout }) {
+  // Snapshot the chat first: after a timeout it may still be changing.
+  const chatSnapshot = {
+    messages: JSON.parse(JSON.stringify(ctx.chat.messages)),
+    status: ctx.chat.status,
+    error: ctx.chat.error ? errorMessage(ctx.chat.error) : null,
+  };
+  const requests = [];
+  for (const record of ctx.recorder.records) {
+    requests.push(await buildRequestReport(record, ctx.schemas));
+  }
+  return {
+    client: ctx.client,
+    clientVersion: ctx.clientVersion,
+    requests,
+    ...chatSnapshot,
+    errors: ctx.errors,
+    finishReasons: ctx.finishes.map(f => f.finishReason ?? null),
+    finishes: ctx.finishes,
+    onFinishCount: ctx.finishes.length,
+    loop: ctx.recorder.loop,
+    loopRequest: ctx.recorder.loopRequest,
+    timeout,
+    toolCalls: ctx.toolCalls,
+    steps: ctx.stepResults,
+    statusHistory: ctx.state.statusHistory,
+  };
+}
+
+// ---------------------------------------------------------------------------
+// Main
+// ---------------------------------------------------------------------------
+
+// The installed version, read from the package itself (the alias hides it).
+function installedVersion(packageName) {
+  const url = new URL(`./node_modules/${packageName}/package.json`, import.meta.url);
+  return JSON.parse(readFileSync(url, 'utf8')).version;
+}
+
+async function createContext(job) {
+  const client = job.client ?? 'latest';
+  const clientPackage = CLIENT_PACKAGES[client];
+  const ai = await import(clientPackage);
+  const strictAi = await import('ai-6.0.25');
+  const latestAi = await import('ai');
+
+  const ctx = {
+    ai,
+    client,
+    clientVersion: installedVersion(clientPackage),
+    schemas: {
+      strict: strictAi.uiMessageChunkSchema(),
+      latest: latestAi.uiMessageChunkSchema(),
+    },
+    lastActivity: Date.now(),
+    lastStateChange: Date.now(),
+    errors: [],
+    finishes: [],
+    toolCalls: [],
+    stepResults: [],
+  };
+  ctx.touch = () => {
+    ctx.lastActivity = Date.now();
+  };
+  ctx.state = new MemoryChatState(() => {
+    ctx.lastStateChange = Date.now();
+    ctx.touch();
+  });
+  ctx.recorder = createRecorder({
+    maxRequests: job.maxRequests ?? DEFAULT_MAX_REQUESTS,
+    touch: ctx.touch,
+  });
+
+  const toolOutputs = job.toolOutputs ?? {};
+  ctx.chat = new ai.AbstractChat({
+    id: job.chatId,
+    state: ctx.state,
+    transport: new ai.DefaultChatTransport({
+      api: job.api,
+      headers: job.headers,
+      ...(job.body !== undefined ? { body: job.body } : {}),
+      fetch: ctx.recorder.fetch,
+    }),
+    sendAutomaticallyWhen: buildSendAutomaticallyWhen(
+      ai,
+      job.sendAutomaticallyWhen ?? 'none',
+    ),
+    onToolCall: ({ toolCall }) => {
+      ctx.toolCalls.push({
+        toolName: toolCall.toolName,
+        toolCallId: toolCall.toolCallId,
+        input: toolCall.input,
+      });
+      const spec = toolOutputs[toolCall.toolName];
+      if (spec == null || toolCall.providerExecuted) return;
+      // Not awaited: addToolOutput queues behind the job running this
+      // callback, so awaiting it here would deadlock the chat.
+      void ctx.chat.addToolOutput(
+        toolOutputArgs(toolCall.toolName, toolCall.toolCallId, spec),
+      );
+    },
+    onFinish: ({ finishReason, isAbort, isDisconnect, isError }) => {
+      ctx.finishes.push({
+        finishReason: finishReason ?? null,
+        isAbort: Boolean(isAbort),
+        isDisconnect: Boolean(isDisconnect),
+        isError: Boolean(isError),
+      });
+    },
+    onError: error => {
+      ctx.errors.push(errorMessage(error));
+    },
+  });
+  return ctx;
+}
+
+async function readStdin() {
+  let text = '';
+  process.stdin.setEncoding('utf8');
+  for await (const piece of process.stdin) text += piece;
+  return text;
+}
+
+function writeAndExit(report, code) {
+  process.stdout.write(`${JSON.stringify(report)}\n`, () => process.exit(code));
+}
+
+async function main() {
+  const job = JSON.parse(await readStdin());
+  validateJob(job);
+  const ctx = await createContext(job);
+  const timeoutMs = job.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+
+  let timer;
+  const timedOut = new Promise(resolve => {
+    timer = setTimeout(() => resolve(true), timeoutMs);
+  });
+  const finished = runSteps(ctx, job.steps).then(() => false);
+  const timeout = await Promise.race([finished, timedOut]);
+  clearTimeout(timer);
+
+  if (timeout) {
+    // Report the chat as it is now; exiting closes any open connection.
+    log(`timeout after ${timeoutMs} ms`);
+  } else {
+    // Every body has ended (quiescence), but let the readers finish.
+    await Promise.all(ctx.recorder.records.map(r => r.done));
+  }
+  writeAndExit(await buildReport(ctx, { timeout }), 0);
+}
+
+main().catch(error => {
+  log(error?.stack ?? String(error));
+  process.exit(2);
+});
