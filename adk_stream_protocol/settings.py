@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 OFFLINE_MODEL = "offline-demo"
@@ -36,9 +36,12 @@ class Settings(BaseSettings):
     # How long a request waits for an earlier request on the same chat to finish.
     chat_busy_timeout_seconds: float = 5.0
 
-    def model_post_init(self, context: object) -> None:
-        if isinstance(self.cors_origins, str):  # comma-separated in the environment
-            self.cors_origins = [o.strip() for o in self.cors_origins.split(",") if o.strip()]
+    @field_validator("cors_origins", mode="before")
+    @classmethod
+    def _split_origins(cls, value: object) -> object:
+        if isinstance(value, str):  # comma-separated in the environment
+            return [origin.strip() for origin in value.split(",") if origin.strip()]
+        return value
 
     def resolved_model(self) -> str:
         if self.model != "auto":

@@ -99,7 +99,7 @@ def process_payment(
     new_balance = round(balance - amount, 2)
     tool_context.state[WALLET_STATE_KEY] = new_balance
     transaction_id = f"txn_{uuid.uuid4().hex[:12]}"
-    logger.info("demo payment %s: %s %s to %s", transaction_id, amount, currency, recipient)
+    logger.debug("demo payment %s: %s %s to %s", transaction_id, amount, currency, recipient)
     return {
         "success": True,
         "transaction_id": transaction_id,
