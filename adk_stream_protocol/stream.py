@@ -30,7 +30,7 @@ from adk_stream_protocol.identity import current_user
 from adk_stream_protocol.sessions import ChatLease
 from adk_stream_protocol.sse import DONE, KEEP_ALIVE_COMMENT, SSE_HEADERS, format_event
 from adk_stream_protocol.turns import TurnPlan
-from adk_stream_protocol.ui_messages import ChatRequest
+from adk_stream_protocol.ui_messages import PART_TAGS, ChatRequest
 
 if TYPE_CHECKING:
     from adk_stream_protocol.app import Bridge
@@ -83,30 +83,21 @@ async def read_chat_request(request: Request, max_bytes: int) -> ChatRequest:
 def readable_validation_error(exc: ValidationError) -> str:
     problems = []
     for error in exc.errors(include_url=False):
-        where = ".".join(str(p) for p in error["loc"] if not _is_union_tag(p))
+        where = ".".join(str(p) for p in _data_path(error["loc"]))
         problems.append(f"{where or 'body'}: {error['msg']}")
     return "invalid chat request: " + "; ".join(problems)
 
 
-def _is_union_tag(loc_item: object) -> bool:
-    # pydantic puts the matched union member's tag in the error location; users need the
-    # path of their data, not our type names.
-    return isinstance(loc_item, str) and loc_item in _UNION_TAGS
-
-
-_UNION_TAGS = frozenset(
-    {
-        "text",
-        "reasoning",
-        "file",
-        "step-start",
-        "source-url",
-        "source-document",
-        "tool",
-        "dynamic-tool",
-        "data",
-    }
-)
+def _data_path(loc: tuple[int | str, ...]) -> list[int | str]:
+    # pydantic puts the matched part type's union tag right after `parts.<n>`; people need
+    # the path of their data, not our type names.
+    return [
+        item
+        for i, item in enumerate(loc)
+        if not (
+            i >= 2 and loc[i - 2] == "parts" and isinstance(loc[i - 1], int) and item in PART_TAGS
+        )
+    ]
 
 
 class StreamTurn:

@@ -107,22 +107,18 @@ class DataUIPart(UIModel):
     data: JsonValue = None
 
 
-_PART_TAGS = {
-    "text",
-    "reasoning",
-    "file",
-    "step-start",
-    "source-url",
-    "source-document",
-    "dynamic-tool",
-}
+_FIXED_PART_TYPES = frozenset(
+    {"text", "reasoning", "file", "step-start", "source-url", "source-document", "dynamic-tool"}
+)
+# The tags of the part union; pydantic puts them in validation error locations.
+PART_TAGS = _FIXED_PART_TYPES | {"tool", "data"}
 
 
 def _part_tag(value: Any) -> str | None:
     part_type = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
     if not isinstance(part_type, str):
         return None
-    if part_type in _PART_TAGS:
+    if part_type in _FIXED_PART_TYPES:
         return part_type
     if part_type.startswith("tool-"):
         return "tool"

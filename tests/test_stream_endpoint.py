@@ -286,6 +286,14 @@ def test_malformed_requests_get_readable_4xx_and_the_server_keeps_serving(
     assert unknown_part.status_code == 422
     assert "messages.0.parts.0: unknown part type" in unknown_part.json()["detail"]
 
+    missing_text = post_raw(
+        server, b'{"id":"c1","messages":[{"id":"u1","role":"user","parts":[{"type":"text"}]}]}'
+    )
+    assert missing_text.status_code == 422
+    assert missing_text.json()["detail"] == (
+        "invalid chat request: messages.0.parts.0.text: Field required"
+    )
+
     wrong_type = post_raw(server, b"hello", content_type="text/plain")
     assert wrong_type.status_code == 415
 
