@@ -66,7 +66,11 @@ class Bridge:
             ) from None
         try:
             session = await self.sessions.open(user_id, request.id)
-            plan = plan_turn(request, session.events)
+            plan = plan_turn(
+                request,
+                session.events,
+                defer_intermediate=not self.settings.stream_intermediate_results,
+            )
             if plan.rewind_before_invocation_id:
                 await self.runner.rewind_async(
                     user_id=user_id,
@@ -74,12 +78,13 @@ class Bridge:
                     rewind_before_invocation_id=plan.rewind_before_invocation_id,
                 )
             if plan.prior_tool_results is not None:
+                # Stored in the paused invocation, where the model expects the calls' results.
                 session = await self.sessions.open(user_id, request.id)
                 await self.sessions.service.append_event(
                     session,
                     Event(
                         author="user",
-                        invocation_id=session.events[-1].invocation_id,
+                        invocation_id=plan.prior_invocation_id or session.events[-1].invocation_id,
                         content=plan.prior_tool_results,
                     ),
                 )

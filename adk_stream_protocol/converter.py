@@ -17,7 +17,7 @@ from __future__ import annotations
 import base64
 import logging
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from google.adk.events import Event
@@ -183,6 +183,38 @@ class StreamProtocolConverter:
             )
         return out
 
+    def replay(self, responses: Sequence[Sequence[Event]]) -> list[BaseChunk]:
+        """What earlier responses of this turn held back (docs/adr/0010): their text and the
+        results of calls they did not introduce themselves. Their own calls and approval
+        requests were delivered, so function calls are skipped."""
+        out: list[BaseChunk] = []
+        for events in responses:
+            introduced = {
+                call.id for event in events for call in event.get_function_calls() if call.id
+            }
+            for event in events:
+                parts = event.content.parts if event.content and event.content.parts else []
+                if event.partial or not parts:
+                    continue
+                if event.content and event.content.role == "model":
+                    text_only = [p for p in parts if not p.function_call]
+                    self._convert_model_content(event, text_only, out)
+                else:
+                    self._convert_tool_results(event, parts, out, skip=introduced)
+        return out
+
+    def rearm(self, call_id: str, tool_name: str, args: dict[str, Any]) -> list[BaseChunk]:
+        """Hand an approved browser call back to the client to run (docs/adr/0009).
+
+        No step is opened: the part is updated in its own step, where the stock helpers
+        look for it."""
+        self._awaiting_client.add(call_id)
+        return [
+            ToolInputAvailableChunk(
+                tool_call_id=call_id, tool_name=tool_name, input=json_safe(args)
+            )
+        ]
+
     def finish(self) -> list[BaseChunk]:
         """Close whatever is open and end the response with ``finish``."""
         if self._finished:
@@ -305,7 +337,11 @@ class StreamProtocolConverter:
     # -- tool results -----------------------------------------------------------------------------
 
     def _convert_tool_results(
-        self, event: Event, parts: list[types.Part], out: list[BaseChunk]
+        self,
+        event: Event,
+        parts: list[types.Part],
+        out: list[BaseChunk],
+        skip: Collection[str] = (),
     ) -> None:
         placeholders = (
             set(event.actions.requested_tool_confirmations or ()) if event.actions else set()
@@ -315,8 +351,8 @@ class StreamProtocolConverter:
             if response is None or response.name == CONFIRMATION_TOOL:
                 continue
             call_id = response.id or ""
-            if call_id in placeholders:
-                continue  # ADK's "requires confirmation" stand-in: the approval request says it
+            if call_id in placeholders or call_id in skip:
+                continue  # ADK's "needs approval" stand-in, or a result delivered before
             self._awaiting_client.discard(call_id)
             out.extend(self._close_blocks())
             if call_id in self._denied:
@@ -431,6 +467,42 @@ class StreamProtocolConverter:
             out.append(TextEndChunk(id=self._text_id))
             self._text_id = None
         return out
+
+
+def only_what_pauses(chunks: Sequence[BaseChunk]) -> list[BaseChunk]:
+    """A paused response with everything held back that the seed rule (ADR 0004 of the
+    seeds, our docs/adr/0010) defers: text, reasoning, files, data and the results of calls
+    the response did not introduce. What remains is the new calls, their results and
+    approval requests, in their steps; steps left empty are dropped."""
+    introduced = {
+        c.tool_call_id
+        for c in chunks
+        if isinstance(c, ToolInputStartChunk | ToolInputAvailableChunk)
+    }
+    kept: list[BaseChunk] = []
+    for chunk in chunks:
+        if isinstance(chunk, _DEFERRED_CONTENT):
+            continue
+        if isinstance(chunk, _TOOL_OUTPUTS) and chunk.tool_call_id not in introduced:
+            continue
+        if isinstance(chunk, FinishStepChunk) and kept and isinstance(kept[-1], StartStepChunk):
+            kept.pop()  # the step held nothing that is sent now
+            continue
+        kept.append(chunk)
+    return kept
+
+
+_DEFERRED_CONTENT = (
+    TextStartChunk,
+    TextDeltaChunk,
+    TextEndChunk,
+    ReasoningStartChunk,
+    ReasoningDeltaChunk,
+    ReasoningEndChunk,
+    FileChunk,
+    DataChunk,
+)
+_TOOL_OUTPUTS = (ToolOutputAvailableChunk, ToolOutputErrorChunk, ToolOutputDeniedChunk)
 
 
 def _pcm_rate(mime: str) -> int:

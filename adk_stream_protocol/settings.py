@@ -24,6 +24,9 @@ class Settings(BaseSettings):
     model: str = "auto"
     gemini_model: str = "gemini-2.5-flash"
     live_model: str = "gemini-live-2.5-flash-preview"
+    # Stream text and earlier results in responses that pause for another approval, instead
+    # of holding them back for the final response (docs/adr/0010).
+    stream_intermediate_results: bool = False
     # Show exception details in `error` chunks (development only).
     error_detail: bool = False
     cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import uuid
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Annotated
@@ -23,9 +24,14 @@ from pydantic import ValidationError
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from adk_stream_protocol.chunks import BaseChunk
-from adk_stream_protocol.converter import StreamProtocolConverter
+from adk_stream_protocol.converter import StreamProtocolConverter, only_what_pauses
 from adk_stream_protocol.errors import RequestError
-from adk_stream_protocol.history import ASSISTANT_MESSAGE_ID_KEY, USER_MESSAGE_ID_KEY
+from adk_stream_protocol.history import (
+    ASSISTANT_MESSAGE_ID_KEY,
+    DEFERRED_KEY,
+    RESPONSE_ID_KEY,
+    USER_MESSAGE_ID_KEY,
+)
 from adk_stream_protocol.identity import current_user
 from adk_stream_protocol.sessions import ChatLease
 from adk_stream_protocol.sse import DONE, KEEP_ALIVE_COMMENT, SSE_HEADERS, format_event
@@ -146,37 +152,46 @@ class StreamTurn:
 
     async def _run(self) -> None:
         converter = self._converter
+        plan = self._plan
+        # A deferring response collects everything and decides at the end what to send:
+        # only what pauses it, if it pauses for the client again (docs/adr/0010).
+        held: list[BaseChunk] = []
+        emit = held.extend if plan.defer else self._put
         self._put(converter.start())
         try:
-            async with aclosing(self._events()) as events:
-                async for event in events:
-                    self._put(converter.convert(event))
+            emit(converter.replay(plan.replay))
+            if plan.new_message is None:
+                for call in plan.rearmed_calls:
+                    emit(converter.rearm(call.call_id, call.tool_name, call.args))
+            else:
+                async with aclosing(self._events()) as events:
+                    async for event in events:
+                        emit(converter.convert(event))
         except Exception as exc:
-            self._put(converter.fail(exc))
+            emit(converter.fail(exc))
         else:
-            self._put(converter.finish())
+            emit(converter.finish())
         finally:
+            if plan.defer:
+                paused = converter.awaiting_client and not converter.errored
+                self._put(only_what_pauses(held) if paused else held)
             self._queue.put_nowait(None)
             self._lease.release()
 
     def _events(self) -> AsyncGenerator[Event, None]:
         plan = self._plan
-        run_config = RunConfig(
-            streaming_mode=StreamingMode.SSE,
-            custom_metadata={
-                key: value
-                for key, value in (
-                    (USER_MESSAGE_ID_KEY, plan.user_message_id),
-                    (ASSISTANT_MESSAGE_ID_KEY, plan.message_id),
-                )
-                if value is not None
-            },
-        )
+        stamps: dict[str, object] = {RESPONSE_ID_KEY: uuid.uuid4().hex}
+        if plan.user_message_id is not None:
+            stamps[USER_MESSAGE_ID_KEY] = plan.user_message_id
+        stamps[ASSISTANT_MESSAGE_ID_KEY] = plan.message_id
+        if plan.defer:
+            stamps[DEFERRED_KEY] = True
+        assert plan.new_message is not None
         return self._bridge.runner.run_async(
             user_id=self._user_id,
             session_id=self._chat_id,
             new_message=plan.new_message,
-            run_config=run_config,
+            run_config=RunConfig(streaming_mode=StreamingMode.SSE, custom_metadata=stamps),
             abort_signal=self._abort,
         )
 

@@ -12,13 +12,16 @@
 //   client                 "latest" (ai 6.0.326, default) | "6.0.25"
 //   chatId, headers, body  passed to AbstractChat / DefaultChatTransport
 //   sendAutomaticallyWhen  "none" | "approvals" | "tool-calls" | "both"
-//   toolOutputs            {toolName: {output} | {errorText}}: browser tools
-//                          answered from onToolCall
+//   toolOutputs            {toolName: {output} | {errorText}, afterApproval?}:
+//                          browser tools answered from onToolCall; with
+//                          afterApproval only once the user approved the call
+//   sendAutomaticallyWhen  "seed": the seed documents' rules (see seedRules)
 //   maxRequests            loop guard (default 8); timeoutMs (default 60000)
 //   steps                  run one by one, each until the chat is quiescent:
 //     {action:"send", text?, files?, messageId? | messageIndex?}
 //     {action:"regenerate", messageId? | messageIndex?}
-//     {action:"approve", approved?, reason?, toolName?, toolCallId?}
+//     {action:"approve", approved? (bool, or one per matching part), reason?,
+//      toolName?, toolCallId?}
 //     {action:"toolOutput", toolName?, toolCallId?, output? | errorText?}
 //     {action:"stop", afterChunks}   arms a stop for the NEXT response
 //
@@ -41,7 +44,7 @@ const DEFAULT_MAX_REQUESTS = 8;
 const STOP_QUIET_MS = 100;
 
 const CLIENT_PACKAGES = { latest: 'ai', '6.0.326': 'ai', '6.0.25': 'ai-6.0.25' };
-const AUTO_SEND_MODES = new Set(['none', 'approvals', 'tool-calls', 'both']);
+const AUTO_SEND_MODES = new Set(['none', 'approvals', 'tool-calls', 'both', 'seed']);
 const ACTIONS = new Set(['send', 'regenerate', 'approve', 'toolOutput', 'stop']);
 
 const log = (...args) => console.error('[chat-client]', ...args);
@@ -455,9 +458,25 @@ function buildSendAutomaticallyWhen(ai, mode) {
     case 'both':
       // Synchronous on purpose: 6.0.25 calls this without awaiting it.
       return options => approvals(options) || toolCalls(options);
+    case 'seed':
+      return options => seedRules(ai, options);
     default:
       return undefined;
   }
+}
+
+// The resubmission rules of the seed documents (ADR 0006: text, approval,
+// pending, error, output, default), applied to v6 tool parts: the seeds'
+// separate confirmation part is the `approval` a v6 tool part carries.
+function seedRules(ai, { messages }) {
+  const last = messages.at(-1);
+  if (last == null || last.role !== 'assistant') return false;
+  if (last.parts.some(part => part.type === 'text')) return false; // 1: answered
+  const tools = last.parts.filter(ai.isToolUIPart);
+  if (!tools.some(part => typeof part.approval?.approved === 'boolean')) return false; // 2
+  if (tools.some(part => part.state === 'approval-requested')) return false; // 3: wait
+  if (tools.some(part => part.state === 'output-error')) return false; // 4
+  return true; // 5: a browser output to send, or else the approval itself
 }
 
 // Tool parts matching an optional tool name and/or tool call id.
@@ -515,10 +534,17 @@ async function runStep(ctx, step) {
           `approve: no tool part in state approval-requested in the last message matches ${describeFilter(step)}`,
         );
       }
-      for (const part of parts) {
+      // `approved` may be a list: one decision per matching part, in order.
+      const decisions = Array.isArray(step.approved)
+        ? step.approved
+        : parts.map(() => step.approved ?? true);
+      if (decisions.length !== parts.length) {
+        throw new Error(`approve: ${decisions.length} decisions for ${parts.length} parts`);
+      }
+      for (const [index, part] of parts.entries()) {
         await chat.addToolApprovalResponse({
           id: part.approval.id,
-          approved: step.approved ?? true,
+          approved: decisions[index],
           ...(step.reason !== undefined ? { reason: step.reason } : {}),
         });
       }
@@ -547,6 +573,13 @@ async function runStep(ctx, step) {
     default:
       throw new Error(`unknown action ${step.action}`);
   }
+}
+
+function approvedInChat(chat, toolCallId) {
+  const part = chat.messages
+    .flatMap(message => message.parts)
+    .find(candidate => candidate.toolCallId === toolCallId);
+  return part?.approval?.approved === true;
 }
 
 function toolOutputArgs(toolName, toolCallId, spec) {
@@ -740,6 +773,9 @@ async function createContext(job) {
       });
       const spec = toolOutputs[toolCall.toolName];
       if (spec == null || toolCall.providerExecuted) return;
+      if (spec.afterApproval && !approvedInChat(ctx.chat, toolCall.toolCallId)) {
+        return; // a tool that needs approval runs only once the user approved it
+      }
       // Not awaited: addToolOutput queues behind the job running this
       // callback, so awaiting it here would deadlock the chat.
       void ctx.chat.addToolOutput(

@@ -1,6 +1,7 @@
-"""A small agent for tests that need what the demo does not have: a slow tool and a tool that
-raises. Served through the `ADK_STREAM_AGENT=tests.agents:root_agent` setting, which is also how
-users plug in their own agent."""
+"""A small agent for tests that need what the demo does not have: a slow tool, a tool that
+raises, approval that depends on the arguments, and approval asked for from inside a tool.
+Served through the `ADK_STREAM_AGENT=tests.agents:root_agent` setting, which is also how users
+plug in their own agent."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from google.adk.agents import LlmAgent
 from google.adk.models import BaseLlm, LlmCapabilities
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
+from google.adk.tools import FunctionTool, ToolContext
 from google.genai import types
 
 
@@ -25,8 +27,32 @@ def exploding_tool() -> dict[str, str]:
     raise RuntimeError("secret tool internals /srv/db password=hunter2")
 
 
+def transfer(amount: float) -> dict[str, float]:
+    """Moves money; needs approval above 100 (see `root_agent`)."""
+    return {"transferred": amount}
+
+
+def needs_approval_above_100(amount: float) -> bool:
+    return amount > 100
+
+
+def delete_file(name: str, tool_context: ToolContext) -> dict[str, object]:
+    """Deletes a file after asking the user, with a payload the answer must carry back."""
+    confirmation = tool_context.tool_confirmation
+    if confirmation is None:
+        tool_context.request_confirmation(
+            hint=f"Delete {name}?", payload={"name": name, "keep_backup": True}
+        )
+        tool_context.actions.skip_summarization = True
+        return {"status": "waiting for the user"}
+    if not confirmation.confirmed:
+        return {"error": f"{name} was not deleted"}
+    return {"deleted": name, "confirmed_payload": confirmation.payload}
+
+
 class ToolCallingLlm(BaseLlm):
-    """Calls the tool the user names ("slow 1.5" or "explode"), then reports its result."""
+    """Calls the tool the user names ("slow 1.5", "explode", "transfer 50", "delete a.txt"),
+    then reports its result."""
 
     model: str = "tool-calling-test"
 
@@ -48,8 +74,14 @@ class ToolCallingLlm(BaseLlm):
             call = types.FunctionCall(name="slow_tool", args={"seconds": float(words[1])})
         elif words and words[0] == "explode":
             call = types.FunctionCall(name="exploding_tool", args={})
+        elif words and words[0] == "transfer":
+            call = types.FunctionCall(name="transfer", args={"amount": float(words[1])})
+        elif words and words[0] == "delete":
+            call = types.FunctionCall(name="delete_file", args={"name": words[1]})
         else:
-            reply = types.Part(text="Say 'slow <seconds>' or 'explode'.")
+            reply = types.Part(
+                text="Say 'slow <seconds>', 'explode', 'transfer <n>' or 'delete <f>'."
+            )
             yield LlmResponse(content=types.Content(role="model", parts=[reply]))
             return
         yield LlmResponse(
@@ -61,5 +93,10 @@ root_agent = LlmAgent(
     name="test_agent",
     model=ToolCallingLlm(),
     instruction="Call the tool the user names.",
-    tools=[slow_tool, exploding_tool],
+    tools=[
+        slow_tool,
+        exploding_tool,
+        FunctionTool(transfer, require_confirmation=needs_approval_above_100),
+        delete_file,
+    ],
 )

@@ -11,12 +11,17 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import uuid
 from pathlib import Path
 from typing import Any
+
+from tests.support import LiveServer
 
 SCENARIOS_DIR = Path(__file__).resolve().parent.parent / "scenarios"
 CHAT_CLIENT = SCENARIOS_DIR / "chat-client.mjs"
 REQUIRED_PACKAGES = ("ai", "ai-6.0.25")
+# The two clients every flow is checked with: the newest 6.x and the strict 6.0.25.
+CLIENTS = ["latest", "6.0.25"]
 
 
 def _check_installed() -> str:
@@ -77,3 +82,49 @@ def chunk_types(request_report: dict[str, Any]) -> list[str]:
         str(chunk.get("type")) if isinstance(chunk, dict) else repr(chunk)
         for chunk in request_report["chunks"]
     ]
+
+
+# -- what tests assert on a report ------------------------------------------------------------
+
+
+def drive(
+    server: LiveServer, client: str, steps: list[dict[str, Any]], **options: Any
+) -> dict[str, Any]:
+    job = {
+        "api": f"{server.base_url}/stream",
+        "client": client,
+        "chatId": f"rc-{uuid.uuid4().hex[:12]}",
+        "steps": steps,
+        **options,
+    }
+    report = run_real_client(job)
+    assert not report["timeout"], report
+    assert not report["loop"], "the client kept resubmitting"
+    for request in report["requests"]:
+        assert request["status"] == 200, request
+        assert request["endsWithDone"] and request["endsWithBlankLine"]
+        assert request["strictViolations"] == [], request["strictViolations"]
+        assert request["latestViolations"] == [], request["latestViolations"]
+    return report
+
+
+def assistant_messages(report: dict[str, Any]) -> list[dict[str, Any]]:
+    return [m for m in report["messages"] if m["role"] == "assistant"]
+
+
+def text_of(message: dict[str, Any]) -> str:
+    return "".join(p["text"] for p in message["parts"] if p["type"] == "text")
+
+
+def tool_parts(message: dict[str, Any]) -> list[dict[str, Any]]:
+    return [p for p in message["parts"] if p["type"].startswith("tool-")]
+
+
+def ready(report: dict[str, Any]) -> dict[str, Any]:
+    """The chat ended without error, with exactly one assistant message: return it."""
+    assert report["status"] == "ready", report["error"]
+    (assistant,) = assistant_messages(report)
+    for part in assistant["parts"]:
+        if part["type"] in ("text", "reasoning"):
+            assert part["state"] == "done", part
+    return assistant

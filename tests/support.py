@@ -246,3 +246,73 @@ def user_message(
 
 def chat_body(chat_id: str, *messages: dict[str, Any], **extra: Any) -> dict[str, Any]:
     return {"id": chat_id, "messages": list(messages), "trigger": "submit-message", **extra}
+
+
+def stored_state(server: LiveServer, chat_id: str, user_id: str = "local-user") -> dict[str, Any]:
+    """The session state the server stored for a chat."""
+    from google.adk.sessions.sqlite_session_service import SqliteSessionService
+
+    service = SqliteSessionService(str(server.log_path.parent / "sessions.db"))
+
+    async def read() -> dict[str, Any]:
+        session = await service.get_session(
+            app_name="adk_stream_protocol", user_id=user_id, session_id=chat_id
+        )
+        assert session is not None, f"no session for chat {chat_id}"
+        return dict(session.state)
+
+    return asyncio.run(read())
+
+
+# -- building the assistant message as the client would --------------------------------------
+
+
+def assistant_message(*responses: StreamResult) -> dict[str, Any]:
+    """The assistant message a client holds after these responses (a continuation appends to
+    it), reduced to what the server reads: step starts, text and tool parts with states."""
+    parts: list[dict[str, Any]] = []
+    tools: dict[str, dict[str, Any]] = {}
+    message_id = responses[0].chunks[0].get("messageId", "assistant")
+    for response in responses:
+        for chunk in response.chunks:
+            kind = chunk["type"]
+            if kind == "start-step":
+                parts.append({"type": "step-start"})
+            elif kind == "text-start":
+                parts.append({"type": "text", "text": "", "state": "done"})
+            elif kind == "text-delta":
+                parts[-1]["text"] += chunk["delta"]
+            elif kind == "tool-input-available":
+                part = tools.get(chunk["toolCallId"])
+                if part is None:
+                    part = {"type": f"tool-{chunk['toolName']}", "toolCallId": chunk["toolCallId"]}
+                    tools[chunk["toolCallId"]] = part
+                    parts.append(part)
+                part.update(state="input-available", input=chunk["input"])
+            elif kind == "tool-approval-request":
+                tools[chunk["toolCallId"]].update(
+                    state="approval-requested", approval={"id": chunk["approvalId"]}
+                )
+            elif kind == "tool-output-available":
+                tools[chunk["toolCallId"]].update(state="output-available", output=chunk["output"])
+            elif kind == "tool-output-error":
+                tools[chunk["toolCallId"]].update(
+                    state="output-error", errorText=chunk["errorText"]
+                )
+            elif kind == "tool-output-denied":
+                tools[chunk["toolCallId"]]["state"] = "output-denied"
+    return {"id": message_id, "role": "assistant", "parts": parts}
+
+
+def answer_approvals(message: dict[str, Any], *decisions: bool) -> dict[str, Any]:
+    """What addToolApprovalResponse does: the requested parts, in order, get decisions."""
+    requested = [p for p in message["parts"] if p.get("state") == "approval-requested"]
+    assert len(requested) == len(decisions), (len(requested), decisions)
+    for part, approved in zip(requested, decisions, strict=True):
+        part["state"] = "approval-responded"
+        part["approval"] = {**part["approval"], "approved": approved}
+    return message
+
+
+def tool_call_ids(message: dict[str, Any], tool_name: str) -> list[str]:
+    return [p["toolCallId"] for p in message["parts"] if p["type"] == f"tool-{tool_name}"]

@@ -436,18 +436,23 @@ async def test_get_location_needs_approval_then_waits_for_the_browser() -> None:
     assert placeholder.id == call.id
     assert call.id in placeholder_event.actions.requested_tool_confirmations
 
-    # Run 2: approving re-executes the browser tool, which returns None: no events,
-    # no model call, the call stays pending.
-    history_before = len(await chat.history())
-    events = await chat.answer_confirmations(events, confirmed=True)
-    assert events == []
-    history = await chat.history()
-    assert len(history) == history_before + 1  # only the user's approval was stored
-    assert history[-1].author == "user"
-
-    # Run 3: the browser's result under the original call id resumes the same invocation.
+    # The server answers the approval only together with the browser's result: the result
+    # is stored as its own event (ADK drops it from a message that also holds a
+    # confirmation answer), then the approval resumes the same invocation.
     location = {"latitude": 35.6812, "longitude": 139.7671, "accuracy": 20}
-    events = await chat.send(response_part("get_location", call.id, location))
+    session = await chat.sessions.get_session(app_name=APP, user_id=USER, session_id=SESSION)
+    assert session is not None
+    await chat.sessions.append_event(
+        session,
+        Event(
+            author="user",
+            invocation_id=call_event.invocation_id,
+            content=types.Content(
+                role="user", parts=[response_part("get_location", call.id, location)]
+            ),
+        ),
+    )
+    events = await chat.answer_confirmations(events, confirmed=True)
     assert {e.invocation_id for e in events} == {call_event.invocation_id}
     assert_streamed(events, "You are at latitude 35.6812, longitude 139.7671.")
 

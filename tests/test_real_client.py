@@ -8,62 +8,16 @@ Every chunk on the wire is also checked against the strict 6.0.25 schema.
 from __future__ import annotations
 
 import base64
-import uuid
-from typing import Any
 
 import pytest
 
-from tests.real_client import run_real_client
+from tests.real_client import CLIENTS, drive, ready, text_of, tool_parts
 from tests.support import LiveServer
 
-CLIENTS = ["latest", "6.0.25"]
 PNG_URL = (
     "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDw"
     "ADhgGAWjR9awAAAABJRU5ErkJggg=="
 )
-
-
-def drive(
-    server: LiveServer, client: str, steps: list[dict[str, Any]], **options: Any
-) -> dict[str, Any]:
-    job = {
-        "api": f"{server.base_url}/stream",
-        "client": client,
-        "chatId": f"rc-{uuid.uuid4().hex[:12]}",
-        "steps": steps,
-        **options,
-    }
-    report = run_real_client(job)
-    assert not report["timeout"], report
-    assert not report["loop"], "the client kept resubmitting"
-    for request in report["requests"]:
-        assert request["status"] == 200, request
-        assert request["endsWithDone"] and request["endsWithBlankLine"]
-        assert request["strictViolations"] == [], request["strictViolations"]
-        assert request["latestViolations"] == [], request["latestViolations"]
-    return report
-
-
-def assistant_messages(report: dict[str, Any]) -> list[dict[str, Any]]:
-    return [m for m in report["messages"] if m["role"] == "assistant"]
-
-
-def text_of(message: dict[str, Any]) -> str:
-    return "".join(p["text"] for p in message["parts"] if p["type"] == "text")
-
-
-def tool_parts(message: dict[str, Any]) -> list[dict[str, Any]]:
-    return [p for p in message["parts"] if p["type"].startswith("tool-")]
-
-
-def ready(report: dict[str, Any]) -> dict[str, Any]:
-    """The chat ended without error, with exactly one assistant message: return it."""
-    assert report["status"] == "ready", report["error"]
-    (assistant,) = assistant_messages(report)
-    for part in assistant["parts"]:
-        if part["type"] in ("text", "reasoning"):
-            assert part["state"] == "done", part
-    return assistant
 
 
 @pytest.mark.parametrize("client", CLIENTS)

@@ -144,20 +144,6 @@ class ApprovalLongRunningFunctionTool(LongRunningFunctionTool):
     ) -> bool:
         return True
 
-    @override
-    async def run_async(self, *, args: dict[str, Any], tool_context: ToolContext) -> Any:
-        result = await super().run_async(args=args, tool_context=tool_context)
-        confirmation = tool_context.tool_confirmation
-        if result is None and confirmation is not None and confirmation.confirmed:
-            # After approval ADK re-runs the tool in a request processor right
-            # before the next model call. A long-running tool yields no
-            # FunctionResponse, so ADK would call the model with the stale
-            # "requires confirmation" placeholder as the tool's answer. Ending
-            # the invocation (the documented "set by callbacks or tools" flag)
-            # leaves the call pending until the browser sends its result.
-            tool_context._invocation_context.end_invocation = True
-        return result
-
 
 def demo_tools() -> list[BaseTool]:
     """Builds the four demo tools (fresh instances, safe to share across agents)."""

@@ -1,0 +1,412 @@
+"""Human in the loop over POST /stream, at the HTTP level: approvals, browser tools, and every
+answer the server must refuse (the tool must not run: the demo wallet shows it)."""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from adk_stream_protocol.history import live_events
+from adk_stream_protocol.turns import CANCELLED_RESULT
+from tests.real_client import CLIENTS, drive, ready, tool_parts
+from tests.support import (
+    LiveServer,
+    StreamResult,
+    answer_approvals,
+    assistant_message,
+    chat_body,
+    post_stream,
+    run_server,
+    stored_events,
+    stored_state,
+    user_message,
+)
+
+WALLET = "demo:wallet_balance"
+
+
+def new_chat() -> str:
+    return f"hitl-{uuid.uuid4().hex[:12]}"
+
+
+class Conversation:
+    """One chat driven the way DefaultChatTransport drives it: the whole history each time."""
+
+    def __init__(self, server: LiveServer, headers: dict[str, str] | None = None) -> None:
+        self.server = server
+        self.chat_id = new_chat()
+        self.messages: list[dict[str, Any]] = []
+        self.responses: list[StreamResult] = []  # of the current assistant message
+        self.decisions: dict[str, dict[str, Any]] = {}  # approvals the client gave, by call
+        self.headers = headers or {}
+
+    def say(self, text: str) -> StreamResult:
+        self.messages.append(user_message(text, f"u-{uuid.uuid4().hex[:8]}"))
+        self.responses = []
+        return self._post(chat_body(self.chat_id, *self.messages))
+
+    def assistant(self) -> dict[str, Any]:
+        message = assistant_message(*self.responses)
+        for part in message["parts"]:
+            decision = self.decisions.get(part.get("toolCallId", ""))
+            if decision is not None and part.get("state") == "approval-requested":
+                part.update(state="approval-responded", approval=decision)
+        return message
+
+    def answer(self, message: dict[str, Any]) -> StreamResult:
+        """Continue the assistant message with the client's changes to it."""
+        if self.messages and self.messages[-1]["role"] == "assistant":
+            self.messages.pop()
+        self.messages.append(message)
+        for part in message["parts"]:
+            if isinstance(part.get("approval"), dict) and "approved" in part["approval"]:
+                self.decisions[part["toolCallId"]] = part["approval"]
+        return self._post(chat_body(self.chat_id, *self.messages, messageId=message["id"]))
+
+    def refused(self, message: dict[str, Any]) -> httpx.Response:
+        body = chat_body(self.chat_id, *self.messages[:-1], message, messageId=message["id"])
+        if self.messages[-1]["role"] == "user":
+            body = chat_body(self.chat_id, *self.messages, message, messageId=message["id"])
+        return httpx.post(
+            f"{self.server.base_url}/stream", json=body, headers=self.headers, timeout=30
+        )
+
+    def wallet(self) -> Any:
+        return stored_state(self.server, self.chat_id).get(WALLET, 1000)
+
+    def _post(self, body: dict[str, Any]) -> StreamResult:
+        result = post_stream(self.server.base_url, body, headers=self.headers)
+        assert result.status == 200, result.body
+        self.responses.append(result)
+        if not self.messages or self.messages[-1]["role"] != "assistant":
+            self.messages.append(self.assistant())
+        else:
+            self.messages[-1] = self.assistant()
+        return result
+
+
+def outcome(result: StreamResult) -> list[tuple[str, str]]:
+    return [
+        (c["type"], c["toolCallId"])
+        for c in result.chunks
+        if c["type"] in ("tool-output-available", "tool-output-error", "tool-output-denied")
+    ]
+
+
+# -- one approval ------------------------------------------------------------------------------
+
+
+def test_approved_payment_runs_once_and_continues_the_message(server: LiveServer) -> None:
+    chat = Conversation(server)
+    first = chat.say("Send 50 dollars to Hanako")
+    (request,) = first.of_type("tool-approval-request")
+    second = chat.answer(answer_approvals(chat.assistant(), True))
+    assert second.chunks[0] == {"type": "start", "messageId": first.chunks[0]["messageId"]}
+    # The outcome comes first, then the model's answer in a new step.
+    assert second.types()[:3] == ["start", "tool-output-available", "start-step"]
+    assert outcome(second) == [("tool-output-available", request["toolCallId"])]
+    assert "Sent 50 USD to Hanako" in second.text()
+    assert chat.wallet() == 950
+
+
+def test_denied_payment_is_output_denied_and_never_runs(server: LiveServer) -> None:
+    chat = Conversation(server)
+    first = chat.say("Send 50 dollars to Hanako")
+    (request,) = first.of_type("tool-approval-request")
+    message = answer_approvals(chat.assistant(), False)
+    message["parts"][-1]["approval"]["reason"] = "not today"  # ADK must not see extra keys
+    second = chat.answer(message)
+    assert outcome(second) == [("tool-output-denied", request["toolCallId"])]
+    assert "not done because you rejected it" in second.text()
+    assert chat.wallet() == 1000
+
+
+def test_the_same_approval_twice_runs_the_tool_once(server: LiveServer) -> None:
+    chat = Conversation(server)
+    chat.say("Send 50 dollars to Hanako")
+    approved = answer_approvals(chat.assistant(), True)
+    chat.answer(copy.deepcopy(approved))
+    again = chat.refused(approved)
+    assert again.status_code == 409
+    assert "already answered" in again.json()["detail"]
+    assert chat.wallet() == 950
+
+
+# -- approvals the server refuses ----------------------------------------------------------
+
+
+def test_unknown_approval_id_is_refused(server: LiveServer) -> None:
+    chat = Conversation(server)
+    chat.say("Send 50 dollars to Hanako")
+    message = answer_approvals(chat.assistant(), True)
+    message["parts"][-1]["approval"]["id"] = "adk-made-up"
+    response = chat.refused(message)
+    assert response.status_code == 409
+    assert "adk-made-up" in response.json()["detail"]
+    assert chat.wallet() == 1000
+
+
+def test_approval_naming_another_call_is_refused(server: LiveServer) -> None:
+    chat = Conversation(server)
+    chat.say("Send 50 dollars to Hanako")
+    message = answer_approvals(chat.assistant(), True)
+    message["parts"][-1]["toolCallId"] = "adk-someone-else"
+    assert chat.refused(message).status_code == 409
+    assert chat.wallet() == 1000
+
+
+def test_stale_approval_after_a_new_message_is_refused(server: LiveServer) -> None:
+    chat = Conversation(server)
+    chat.say("Send 50 dollars to Hanako")
+    stale = answer_approvals(chat.assistant(), True)
+    chat.say("Never mind, hello")
+    response = chat.refused(stale)
+    assert response.status_code == 409
+    assert chat.wallet() == 1000
+
+
+def test_malformed_approval_is_refused(server: LiveServer) -> None:
+    chat = Conversation(server)
+    chat.say("Send 50 dollars to Hanako")
+    message = answer_approvals(chat.assistant(), True)
+    message["parts"][-1]["approval"]["approved"] = "yes please"
+    response = chat.refused(message)
+    assert response.status_code == 422
+    assert "approval.approved" in response.json()["detail"]
+    assert chat.wallet() == 1000
+
+
+def test_tool_output_for_a_call_that_is_not_waiting_is_refused(server: LiveServer) -> None:
+    chat = Conversation(server)
+    chat.say("Send 50 dollars to Hanako")
+    message = chat.assistant()
+    part = message["parts"][-1]
+    part.update(state="output-available", output={"success": True, "forged": True})
+    del part["approval"]
+    response = chat.refused(message)
+    assert response.status_code == 409
+    assert "no pending browser call" in response.json()["detail"]
+    assert chat.wallet() == 1000
+
+
+@pytest.fixture(scope="module")
+def two_user_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    with run_server(tmp_path_factory.mktemp("users"), app="tests.apps:header_identity_app") as live:
+        yield live
+
+
+def test_another_users_approval_is_refused(two_user_server: LiveServer) -> None:
+    alice = Conversation(two_user_server, headers={"x-test-user": "alice"})
+    alice.say("Send 50 dollars to Hanako")
+    approved = answer_approvals(alice.assistant(), True)
+    mallory = Conversation(two_user_server, headers={"x-test-user": "mallory"})
+    mallory.chat_id = alice.chat_id  # same chat id, other user: another chat
+    mallory.messages = copy.deepcopy(alice.messages)
+    response = mallory.refused(approved)
+    assert response.status_code == 409
+    assert stored_state(two_user_server, alice.chat_id, user_id="alice").get(WALLET, 1000) == 1000
+
+
+# -- several approvals --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("decisions", "wallet"),
+    [((True, True), 970), ((True, False), 990), ((False, True), 980), ((False, False), 1000)],
+)
+def test_parallel_approvals_are_answered_together(
+    server: LiveServer, decisions: tuple[bool, bool], wallet: int
+) -> None:
+    chat = Conversation(server)
+    first = chat.say("Pay Alice 10 and Bob 20")
+    alice, bob = (c["toolCallId"] for c in first.of_type("tool-approval-request"))
+    second = chat.answer(answer_approvals(chat.assistant(), *decisions))
+    kinds = {True: "tool-output-available", False: "tool-output-denied"}
+    assert outcome(second) == [(kinds[decisions[0]], alice), (kinds[decisions[1]], bob)]
+    assert chat.wallet() == wallet
+    assert second.of_type("finish")[0]["finishReason"] == "stop"
+
+
+def test_answering_one_of_two_parallel_approvals_is_refused(server: LiveServer) -> None:
+    chat = Conversation(server)
+    chat.say("Pay Alice 10 and Bob 20")
+    message = chat.assistant()
+    first_part = next(p for p in message["parts"] if p.get("state") == "approval-requested")
+    first_part["state"] = "approval-responded"
+    first_part["approval"]["approved"] = True
+    response = chat.refused(message)
+    assert response.status_code == 409
+    assert "together" in response.json()["detail"]
+    assert chat.wallet() == 1000
+
+
+def test_sequential_approvals_defer_text_and_results_to_the_final_response(
+    server: LiveServer,
+) -> None:
+    chat = Conversation(server)
+    first = chat.say("Pay Alice 10, then pay Bob 20")
+    (alice,) = first.of_type("tool-approval-request")
+    middle = chat.answer(answer_approvals(chat.assistant(), True))
+    # The intermediate response carries only the next approval request.
+    assert middle.types() == [
+        "start", "start-step", "tool-input-start", "tool-input-available",
+        "tool-approval-request", "finish-step", "finish",
+    ]  # fmt: skip
+    (bob,) = middle.of_type("tool-approval-request")
+    assert middle.of_type("tool-input-available")[0]["input"]["recipient"] == "Bob"
+    final = chat.answer(answer_approvals(chat.assistant(), True))
+    # Everything held back arrives in order: Alice's result, the sentence written after it,
+    # Bob's result, then the final answer.
+    order = [
+        (c["type"], c.get("toolCallId") or c.get("delta", "")[:10])
+        for c in final.chunks
+        if c["type"] in ("tool-output-available", "text-delta")
+    ]
+    assert order[0] == ("tool-output-available", alice["toolCallId"])
+    outputs = [i for i, item in enumerate(order) if item[0] == "tool-output-available"]
+    assert order[outputs[1]] == ("tool-output-available", bob["toolCallId"])
+    between = "".join(
+        c["delta"]
+        for c in final.chunks[: final.chunks.index(final.of_type("tool-output-available")[1])]
+        if c["type"] == "text-delta"
+    )
+    assert "Now paying Bob 20 USD." in between
+    assert final.text().endswith("Wallet balance: 970.")
+    assert chat.wallet() == 970
+
+
+# -- browser tools ---------------------------------------------------------------------------
+
+
+def test_location_approval_waits_for_the_browser_then_answers(server: LiveServer) -> None:
+    chat = Conversation(server)
+    first = chat.say("Where am I?")
+    (call,) = first.of_type("tool-input-available")
+    assert call["toolName"] == "get_location"
+    # The approval alone: the browser must run the tool now. The call is handed back
+    # (tool-input-available again, same step) and the model is not called yet.
+    rearm = chat.answer(answer_approvals(chat.assistant(), True))
+    assert rearm.types() == ["start", "tool-input-available", "finish"]
+    assert rearm.chunks[1]["toolCallId"] == call["toolCallId"]
+    assert rearm.of_type("finish")[0]["finishReason"] == "tool-calls"
+    # The browser's result, with the approval the part keeps.
+    message = chat.assistant()
+    part = message["parts"][-1]
+    part.update(state="output-available", output={"latitude": 35.6762, "longitude": 139.6503})
+    part["approval"] = {
+        "id": first.of_type("tool-approval-request")[0]["approvalId"],
+        "approved": True,
+    }
+    answer = chat.answer(message)
+    assert "You are at latitude 35.6762, longitude 139.6503." in answer.text()
+    assert answer.of_type("finish")[0]["finishReason"] == "stop"
+
+
+def test_location_approval_and_output_in_one_request(server: LiveServer) -> None:
+    chat = Conversation(server)
+    first = chat.say("Where am I?")
+    message = answer_approvals(chat.assistant(), True)
+    part = message["parts"][-1]
+    part.update(state="output-available", output={"city": "Tokyo", "latitude": 1, "longitude": 2})
+    answer = chat.answer(message)
+    assert answer.text()  # the model answered from the browser's result
+    assert first.of_type("tool-input-available")[0]["toolCallId"] == part["toolCallId"]
+    assert not answer.of_type("tool-output-available"), "the browser's own output is not echoed"
+
+
+def test_location_denied(server: LiveServer) -> None:
+    chat = Conversation(server)
+    first = chat.say("Where am I?")
+    (call,) = first.of_type("tool-input-available")
+    answer = chat.answer(answer_approvals(chat.assistant(), False))
+    assert outcome(answer) == [("tool-output-denied", call["toolCallId"])]
+    assert "not done because you rejected it" in answer.text()
+
+
+def test_a_new_message_cancels_a_waiting_browser_call(server: LiveServer) -> None:
+    chat = Conversation(server)
+    first = chat.say("Play music, track 2")
+    (call,) = first.of_type("tool-input-available")
+    after = chat.say("Actually, what's the weather in London?")
+    assert "London" in after.text()
+    results = [
+        p.function_response
+        for e in live_events(stored_events(server, chat.chat_id))
+        for p in (e.content.parts if e.content and e.content.parts else [])
+        if p.function_response and p.function_response.id == call["toolCallId"]
+    ]
+    assert [r.response for r in results] == [CANCELLED_RESULT]
+
+
+def test_browser_tool_error_reaches_the_model(server: LiveServer) -> None:
+    chat = Conversation(server)
+    chat.say("Play music, track 2")
+    message = chat.assistant()
+    message["parts"][-1].update(state="output-error", errorText="autoplay blocked")
+    answer = chat.answer(message)
+    assert "autoplay blocked" in answer.text()
+
+
+# -- the session survives a restart ---------------------------------------------------------
+
+
+def test_approval_after_a_server_restart(tmp_path_factory: pytest.TempPathFactory) -> None:
+    workdir = tmp_path_factory.mktemp("restart")
+    with run_server(workdir) as before:
+        chat = Conversation(before)
+        chat.say("Send 50 dollars to Hanako")
+    with run_server(workdir) as after:
+        chat.server = after
+        answer = chat.answer(answer_approvals(chat.assistant(), True))
+        assert "Sent 50 USD to Hanako" in answer.text()
+        assert chat.wallet() == 950
+        again = chat.refused(chat.messages[-1] | {"parts": chat.messages[-1]["parts"]})
+        assert again.status_code == 409
+        assert chat.wallet() == 950
+
+
+# -- the setting that streams intermediate results -------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def streaming_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    env = {"ADK_STREAM_STREAM_INTERMEDIATE_RESULTS": "true"}
+    with run_server(tmp_path_factory.mktemp("streaming"), env) as live:
+        yield live
+
+
+def test_streaming_intermediate_results_when_configured(streaming_server: LiveServer) -> None:
+    chat = Conversation(streaming_server)
+    first = chat.say("Pay Alice 10, then pay Bob 20")
+    (alice,) = first.of_type("tool-approval-request")
+    middle = chat.answer(answer_approvals(chat.assistant(), True))
+    assert outcome(middle) == [("tool-output-available", alice["toolCallId"])]
+    assert "Now paying Bob 20 USD." in middle.text()
+    (bob,) = middle.of_type("tool-approval-request")
+    final = chat.answer(answer_approvals(chat.assistant(), True))
+    assert outcome(final) == [("tool-output-available", bob["toolCallId"])], "nothing repeated"
+    assert chat.wallet() == 970
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_stock_client_with_streamed_intermediate_results(
+    streaming_server: LiveServer, client: str
+) -> None:
+    report = drive(
+        streaming_server,
+        client,
+        [
+            {"action": "send", "text": "Pay Alice 10, then pay Bob 20"},
+            {"action": "approve", "approved": True},
+            {"action": "approve", "approved": True},
+        ],
+        sendAutomaticallyWhen="approvals",
+    )
+    assistant = ready(report)
+    assert len(report["requests"]) == 3
+    assert [p["state"] for p in tool_parts(assistant)] == ["output-available"] * 2
