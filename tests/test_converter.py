@@ -407,3 +407,54 @@ def test_guard_adk_event_fields_are_known() -> None:
         "branch", "isolation_scope", "id", "timestamp",
     }  # fmt: skip
     assert set(Event.model_fields) == HANDLED_EVENT_FIELDS | known_unused
+
+
+def test_only_what_pauses_keeps_new_calls_and_drops_held_content() -> None:
+    from adk_stream_protocol.converter import only_what_pauses
+
+    converter = StreamProtocolConverter(message_id="m", id_prefix="t")
+    chunks = converter.start()
+    chunks += converter.convert(tool_event(("old", "process_payment", {"success": True})))
+    chunks += converter.convert(model_event(text("Paid Alice. Now Bob."), partial=True))
+    chunks += converter.convert(
+        model_event(text("Paid Alice. Now Bob."), call("new", "process_payment", amount=20))
+    )
+    chunks += converter.convert(
+        model_event(confirmation_call("conf", "new", "process_payment", amount=20), event_id="E2")
+    )
+    chunks += converter.finish()
+    kept = [c.model_dump(mode="json") for c in only_what_pauses(chunks)]
+    assert types_of(kept) == [
+        "start", "start-step", "tool-input-start", "tool-input-available",
+        "tool-approval-request", "finish-step", "finish",
+    ]  # fmt: skip
+
+
+def test_replay_delivers_text_and_results_of_earlier_calls_only() -> None:
+    held = [
+        tool_event(("old", "process_payment", {"success": True})),
+        model_event(text("Paid Alice. Now Bob."), call("new", "process_payment", amount=20)),
+    ]
+    converter = StreamProtocolConverter(message_id="m", id_prefix="t")
+    replayed = [c.model_dump(mode="json") for c in converter.replay([held])]
+    assert types_of(replayed) == [
+        "tool-output-available", "start-step", "text-start", "text-delta", "text-end",
+    ]  # fmt: skip
+    assert replayed[0]["toolCallId"] == "old"
+    assert replayed[3]["delta"] == "Paid Alice. Now Bob."
+
+
+def test_rearm_hands_a_call_back_without_a_step() -> None:
+    converter = StreamProtocolConverter(message_id="m")
+    chunks = converter.start() + converter.rearm("c1", "get_location", {}) + converter.finish()
+    wire = [c.model_dump(mode="json") for c in chunks]
+    assert wire == [
+        {"type": "start", "messageId": "m"},
+        {
+            "type": "tool-input-available",
+            "toolCallId": "c1",
+            "toolName": "get_location",
+            "input": {},
+        },
+        {"type": "finish", "finishReason": "tool-calls"},
+    ]

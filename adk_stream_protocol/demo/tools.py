@@ -135,7 +135,9 @@ class ApprovalLongRunningFunctionTool(LongRunningFunctionTool):
 
     `LongRunningFunctionTool.__init__` has no `require_confirmation`, so the
     requirement is declared through the public `check_require_confirmation`
-    hook that ADK's confirmation gate and resume validation both call.
+    hook that ADK's confirmation gate and resume validation both call. The
+    server sends the approval to ADK only together with the browser's result
+    (docs/adr/0011), so the model never sees an approved call without it.
     """
 
     @override
