@@ -106,8 +106,10 @@ def plan_turn(
             user_message_id=last.id,
             rewind_before_invocation_id=earlier.invocation_id,
         )
+    # Calls still waiting for the client get a result, so the model's history stays valid;
+    # ADK gives the model the latest result of a call, which replaces an approval placeholder.
     calls = turn_calls(history)
-    abandoned = sorted(calls.pending_browser_calls() - calls.placeholders)
+    abandoned = sorted(calls.pending_browser_calls() | _gated(calls))
     cancellations = [_response_part(calls.calls[c], c, CANCELLED_RESULT) for c in abandoned]
     return TurnPlan(
         message_id=new_id(),

@@ -90,6 +90,16 @@ class Conversation:
         return result
 
 
+def stored_results(server: LiveServer, chat_id: str, call_id: str) -> list[Any]:
+    """The results stored for one call, in order."""
+    return [
+        p.function_response.response
+        for e in live_events(stored_events(server, chat_id))
+        for p in (e.content.parts if e.content and e.content.parts else [])
+        if p.function_response and p.function_response.id == call_id
+    ]
+
+
 def outcome(result: StreamResult) -> list[tuple[str, str]]:
     return [
         (c["type"], c["toolCallId"])
@@ -162,9 +172,12 @@ def test_approval_naming_another_call_is_refused(server: LiveServer) -> None:
 
 def test_stale_approval_after_a_new_message_is_refused(server: LiveServer) -> None:
     chat = Conversation(server)
-    chat.say("Send 50 dollars to Hanako")
+    first = chat.say("Send 50 dollars to Hanako")
+    (call,) = first.of_type("tool-input-available")
     stale = answer_approvals(chat.assistant(), True)
     chat.say("Never mind, hello")
+    # The abandoned call was given a clear result before the new message ran.
+    assert stored_results(server, chat.chat_id, call["toolCallId"])[-1] == CANCELLED_RESULT
     response = chat.refused(stale)
     assert response.status_code == 409
     assert chat.wallet() == 1000
@@ -334,13 +347,7 @@ def test_a_new_message_cancels_a_waiting_browser_call(server: LiveServer) -> Non
     (call,) = first.of_type("tool-input-available")
     after = chat.say("Actually, what's the weather in London?")
     assert "London" in after.text()
-    results = [
-        p.function_response
-        for e in live_events(stored_events(server, chat.chat_id))
-        for p in (e.content.parts if e.content and e.content.parts else [])
-        if p.function_response and p.function_response.id == call["toolCallId"]
-    ]
-    assert [r.response for r in results] == [CANCELLED_RESULT]
+    assert stored_results(server, chat.chat_id, call["toolCallId"]) == [CANCELLED_RESULT]
 
 
 def test_browser_tool_error_reaches_the_model(server: LiveServer) -> None:
