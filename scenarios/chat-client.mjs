@@ -21,7 +21,7 @@
 //     {action:"send", text?, files?, messageId? | messageIndex?}
 //     {action:"regenerate", messageId? | messageIndex?}
 //     {action:"approve", approved? (bool, or one per matching part), reason?,
-//      toolName?, toolCallId?}
+//      toolName?, toolCallId?, output? | errorText? (run the tool as approved)}
 //     {action:"toolOutput", toolName?, toolCallId?, output? | errorText?}
 //     {action:"stop", afterChunks}   arms a stop for the NEXT response
 //
@@ -547,6 +547,10 @@ async function runStep(ctx, step) {
           approved: decisions[index],
           ...(step.reason !== undefined ? { reason: step.reason } : {}),
         });
+        // An app that runs the tool as the user approves sends approval and output together.
+        if (step.output !== undefined || step.errorText !== undefined) {
+          await chat.addToolOutput(toolOutputArgs(ai.getToolName(part), part.toolCallId, step));
+        }
       }
       return;
     }

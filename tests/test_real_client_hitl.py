@@ -120,3 +120,37 @@ def test_browser_tool_failure(server: LiveServer, client: str) -> None:
     assistant = ready(report)
     assert states(assistant) == [("change_bgm", "output-error")]
     assert "autoplay blocked" in text_of(assistant)
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_location_approval_and_output_in_one_request(server: LiveServer, client: str) -> None:
+    report = drive(
+        server,
+        client,
+        [
+            {"action": "send", "text": "Where am I?"},
+            {"action": "approve", "approved": True, "output": LOCATION},
+        ],
+        sendAutomaticallyWhen="tool-calls",
+    )
+    assistant = ready(report)
+    assert len(report["requests"]) == 2
+    (part,) = report["requests"][1]["request"]["body"]["messages"][-1]["parts"][-1:]
+    assert part["state"] == "output-available" and part["approval"]["approved"] is True
+    assert "You are at latitude 35.6762" in text_of(assistant)
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_new_message_while_a_browser_tool_waits(server: LiveServer, client: str) -> None:
+    report = drive(
+        server,
+        client,
+        [
+            {"action": "send", "text": "Play music, track 2"},
+            {"action": "send", "text": "What's the weather in London?"},
+        ],
+    )
+    assert report["status"] == "ready", report["error"]
+    last = report["messages"][-1]
+    assert last["role"] == "assistant"
+    assert "London" in text_of(last)
