@@ -29,14 +29,17 @@ def load_agent(spec: str) -> AgentLike:
     return target
 
 
-def resolve_agent(settings: Settings, agent: AgentLike | None) -> AgentLike:
+def resolve_agents(settings: Settings, agent: AgentLike | None) -> tuple[AgentLike, AgentLike]:
+    """The agent for /stream and the one for /live: the same, unless it is the demo agent,
+    which gets a live-capable model on /live."""
     if agent is not None:
-        return agent
+        return agent, agent
     if settings.agent:
-        return load_agent(settings.agent)
+        loaded = load_agent(settings.agent)
+        return loaded, loaded
     from adk_stream_protocol.demo import build_demo_agent, register_offline_model
 
     register_offline_model()
-    model = settings.resolved_model()
-    logger.info("serving the demo agent with model %s", model)
-    return build_demo_agent(model)
+    model, live_model = settings.resolved_model(), settings.resolved_live_model()
+    logger.info("serving the demo agent with model %s (live: %s)", model, live_model)
+    return build_demo_agent(model), build_demo_agent(live_model)

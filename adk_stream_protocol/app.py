@@ -14,13 +14,17 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
+from google.adk.agents.run_config import RunConfig
 from google.adk.apps import App
 from google.adk.events import Event
 from google.adk.runners import Runner
+from google.genai import types
 
-from adk_stream_protocol.agents import AgentLike, resolve_agent
+from adk_stream_protocol.agents import AgentLike, resolve_agents
+from adk_stream_protocol.approvals import LiveApprovalPlugin, LiveToolGate
 from adk_stream_protocol.errors import RequestError
 from adk_stream_protocol.identity import current_user
+from adk_stream_protocol.live import router as live_router
 from adk_stream_protocol.sessions import ChatLocks, ChatSessions, create_session_service
 from adk_stream_protocol.settings import Settings
 from adk_stream_protocol.stream import StreamTurn
@@ -30,22 +34,50 @@ from adk_stream_protocol.ui_messages import ChatRequest
 
 logger = logging.getLogger(__name__)
 
+# The client says when the user starts and stops speaking (audio_control frames).
+_CLIENT_SIDE_VAD = types.RealtimeInputConfig(
+    automatic_activity_detection=types.AutomaticActivityDetection(disabled=True)
+)
+
 
 class Bridge:
     """Everything one running application shares: settings, runner, chats, background tasks."""
 
-    def __init__(self, settings: Settings, agent: AgentLike) -> None:
+    def __init__(self, settings: Settings, agent: AgentLike, live_agent: AgentLike) -> None:
         self.settings = settings
         service = create_session_service(settings.session_store)
-        if isinstance(agent, App):
-            self.runner = Runner(app=agent, session_service=service)
-            app_name = agent.name
-        else:
-            app_name = settings.app_name
-            self.runner = Runner(agent=agent, app_name=app_name, session_service=service)
-        self.sessions = ChatSessions(service, app_name)
+        app = agent if isinstance(agent, App) else App(name=settings.app_name, root_agent=agent)
+        self.runner = Runner(app=app, session_service=service)
+        # /live gates tools itself (ADK live cannot confirm): the same app plus our plugin.
+        live_app = (
+            live_agent
+            if isinstance(live_agent, App)
+            else app.model_copy(update={"root_agent": live_agent})
+        )
+        gate = LiveApprovalPlugin(lambda user, chat: self.live_gates.get((user, chat)))
+        self.live_runner = Runner(
+            app=live_app.model_copy(update={"plugins": [*live_app.plugins, gate]}),
+            session_service=service,
+        )
+        self.live_gates: dict[tuple[str, str], LiveToolGate] = {}
+        self.sessions = ChatSessions(service, app.name)
         self.locks = ChatLocks()
         self._tasks: set[asyncio.Task[Any]] = set()
+
+    def live_run_config(self) -> RunConfig:
+        if self.settings.live_modality == "AUDIO":
+            return RunConfig(
+                response_modalities=["AUDIO"],
+                output_audio_transcription=types.AudioTranscriptionConfig(),
+                input_audio_transcription=types.AudioTranscriptionConfig(),
+                realtime_input_config=_CLIENT_SIDE_VAD,
+            )
+        return RunConfig(
+            response_modalities=["TEXT"],
+            output_audio_transcription=None,
+            input_audio_transcription=types.AudioTranscriptionConfig(),
+            realtime_input_config=_CLIENT_SIDE_VAD,
+        )
 
     def spawn(self, coro: Coroutine[Any, Any, None], *, name: str) -> asyncio.Task[None]:
         """Run a background task that the bridge keeps alive and cancels on shutdown."""
@@ -108,6 +140,7 @@ class Bridge:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.runner.close()
+        await self.live_runner.close()
 
 
 def create_app(
@@ -122,7 +155,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        bridge = Bridge(settings, resolve_agent(settings, agent))
+        bridge = Bridge(settings, *resolve_agents(settings, agent))
         app.state.bridge = bridge
         logger.info(
             "ready: store=%s app=%s",
@@ -146,6 +179,7 @@ def create_app(
     if identity is not None:
         app.dependency_overrides[current_user] = identity
     app.include_router(stream_router)
+    app.include_router(live_router)
 
     @app.get("/health")
     async def health() -> dict[str, str]:

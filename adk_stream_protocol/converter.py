@@ -134,6 +134,9 @@ class StreamProtocolConverter:
         # repeats them, so its text parts are skipped.
         self._streamed_since_final = False
 
+        self._heard = ""  # the user's words in this response (live input transcription)
+        self._transcript_streamed = False
+
         self._awaiting_client: set[str] = set()
         self._finish_reason: FinishReason | None = None
         self._usage: dict[str, int] = {}
@@ -165,6 +168,10 @@ class StreamProtocolConverter:
         out: list[BaseChunk] = []
         if event.model_version:
             self._model_version = event.model_version
+        if event.input_transcription is not None:
+            out.extend(self._user_transcript(event.input_transcription, event.partial))
+        if event.output_transcription is not None:
+            self._answer_transcript(event.output_transcription, event.partial, out)
         content = event.content
         if content and content.parts:
             if event.partial:
@@ -203,6 +210,15 @@ class StreamProtocolConverter:
                     self._convert_tool_results(event, parts, out, skip=introduced)
         return out
 
+    def approval_request(self, approval_id: str, call_id: str) -> list[BaseChunk]:
+        """A server-made approval request (live mode gates tools itself, docs/adr/0013)."""
+        out: list[BaseChunk] = []
+        if not self._step_open:
+            out.extend(self._new_step())
+        out.append(ToolApprovalRequestChunk(approval_id=approval_id, tool_call_id=call_id))
+        self._awaiting_client.add(approval_id)
+        return out
+
     def rearm(self, call_id: str, tool_name: str, args: dict[str, Any]) -> list[BaseChunk]:
         """Hand an approved browser call back to the client to run (docs/adr/0009).
 
@@ -215,8 +231,9 @@ class StreamProtocolConverter:
             )
         ]
 
-    def finish(self) -> list[BaseChunk]:
-        """Close whatever is open and end the response with ``finish``."""
+    def finish(self, reason: FinishReason | None = None) -> list[BaseChunk]:
+        """Close whatever is open and end the response with ``finish`` (``reason`` overrides
+        the derived finish reason, e.g. ``other`` for an interrupted live turn)."""
         if self._finished:
             return []
         out = self._close_blocks()
@@ -228,7 +245,9 @@ class StreamProtocolConverter:
             out.append(FinishStepChunk())
             self._step_open = False
         out.append(
-            FinishChunk(finish_reason=self._final_reason(), message_metadata=self._metadata())
+            FinishChunk(
+                finish_reason=reason or self._final_reason(), message_metadata=self._metadata()
+            )
         )
         self._finished = True
         return out
@@ -252,6 +271,10 @@ class StreamProtocolConverter:
 
     def _convert_partial(self, parts: list[types.Part], out: list[BaseChunk]) -> None:
         for part in parts:
+            if part.inline_data and part.inline_data.data is not None:
+                self._ensure_step(out)
+                out.append(self._inline_data_chunk(part.inline_data))  # live audio
+                continue
             if not part.text:
                 continue  # function calls are taken only from the final event
             self._ensure_step(out)
@@ -260,6 +283,47 @@ class StreamProtocolConverter:
             else:
                 self._text_delta(part.text, out)
             self._streamed_since_final = True
+
+    # -- live transcriptions ----------------------------------------------------------------------
+
+    def _user_transcript(
+        self, transcription: types.Transcription, partial: bool | None
+    ) -> list[BaseChunk]:
+        """What the user said (live audio in): not assistant text, but a data part the UI can
+        show. Deltas accumulate; one part id per response, so the client updates it in place."""
+        text = transcription.text or ""
+        if partial:
+            self._heard += text
+        elif text:
+            self._heard = text  # the final transcription carries the full text
+        final = bool(transcription.finished) or not partial
+        if not self._heard:
+            return []
+        return [
+            DataChunk(
+                type="data-transcript",
+                id=f"heard_{self._id_prefix}",
+                data={"role": "user", "text": self._heard, "final": final},
+            )
+        ]
+
+    def _answer_transcript(
+        self, transcription: types.Transcription, partial: bool | None, out: list[BaseChunk]
+    ) -> None:
+        """The words of a spoken answer are the assistant's text: streamed from the partial
+        deltas; the final transcription repeats them and only closes the block."""
+        text = transcription.text or ""
+        if partial:
+            if text:
+                self._ensure_step(out)
+                self._text_delta(text, out)
+                self._transcript_streamed = True
+            return
+        if text and not self._transcript_streamed:
+            self._ensure_step(out)
+            self._text_delta(text, out)
+        self._transcript_streamed = False
+        out.extend(self._close_blocks())
 
     # -- non-partial model events ---------------------------------------------------------------
 

@@ -68,6 +68,13 @@ class ChatLocks:
             raise
         return ChatLease(self, key)
 
+    async def try_acquire(self, user_id: str, chat_id: str) -> ChatLease | None:
+        """The chat's lock if it is free right now, else None (no queueing behind others)."""
+        existing = self._locks.get((user_id, chat_id))
+        if existing is not None and existing.locked():
+            return None
+        return await self.acquire(user_id, chat_id, wait_seconds=1)
+
     def _release(self, key: tuple[str, str]) -> None:
         self._locks[key].release()
         self._forget(key)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -27,6 +27,12 @@ class Settings(BaseSettings):
     # Stream text and earlier results in responses that pause for another approval, instead
     # of holding them back for the final response (docs/adr/0010).
     stream_intermediate_results: bool = False
+    # /live: the live model's output, TEXT or AUDIO (with transcriptions of both sides).
+    live_modality: Literal["TEXT", "AUDIO"] = "TEXT"
+    # /live: how long a tool waits for the user's approval before it fails.
+    approval_timeout_seconds: float = 300.0
+    # /live: the largest accepted WebSocket frame, in bytes.
+    max_frame_bytes: int = 8 * 1024 * 1024
     # Show exception details in `error` chunks (development only).
     error_detail: bool = False
     cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
@@ -50,6 +56,12 @@ class Settings(BaseSettings):
         if self.model != "auto":
             return self.model
         return self.gemini_model if google_credentials_configured() else OFFLINE_MODEL
+
+    def resolved_live_model(self) -> str:
+        """The demo agent's model on /live: the offline model has a live connection; Gemini
+        needs a live model."""
+        model = self.resolved_model()
+        return model if model.startswith("offline-") else self.live_model
 
 
 def google_credentials_configured() -> bool:

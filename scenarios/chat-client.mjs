@@ -1,16 +1,29 @@
 // Real-client checker: drives the AI SDK v6 chat state machine (AbstractChat +
-// DefaultChatTransport from the real `ai` package) against a running server.
+// DefaultChatTransport from the real `ai` package, or the project's own
+// WebSocketChatTransport from client/) against a running server.
 //
 //   node chat-client.mjs < job.json > report.json      (logs go to stderr)
 //
+// Set-up: `npm ci` here; for "ws" also `npm ci` in ../client first (its
+// `prepare` builds ../client/dist; run `npm run build` there after editing the
+// transport).
+//
 // Everything the chat does comes from the real package. This script only
-// supplies in-memory state storage, a fetch wrapper that records the wire, and
-// the user's actions (the job's steps).
+// supplies in-memory state storage, a fetch wrapper (or a WebSocket subclass)
+// that records the wire, and the user's actions (the job's steps).
 //
 // Job (one JSON object on stdin):
-//   api                    POST endpoint, e.g. "http://127.0.0.1:8000/stream"
-//   client                 "latest" (ai 6.0.326, default) | "6.0.25"
-//   chatId, headers, body  passed to AbstractChat / DefaultChatTransport
+//   transport              "http" (default: DefaultChatTransport) | "ws" (the
+//                          built client/dist WebSocketChatTransport over `ws`)
+//   api                    POST endpoint, e.g. "http://127.0.0.1:8000/stream",
+//                          or for "ws" the socket URL "ws://127.0.0.1:8000/live"
+//   client                 "latest" (ai 6.0.326, default) | "6.0.25"; for "ws"
+//                          the transport validates with that package's schema
+//   chatId, headers, body  passed to AbstractChat / the transport (for "ws",
+//                          headers go on the upgrade request of the recording
+//                          socket: a browser cannot do that)
+//   closeStreamAt, pingIntervalMs, sendOnlyLastMessages
+//                          "ws" only: passed to WebSocketChatTransport
 //   sendAutomaticallyWhen  "none" | "approvals" | "tool-calls" | "both"
 //   toolOutputs            {toolName: {output} | {errorText}, afterApproval?}:
 //                          browser tools answered from onToolCall; with
@@ -24,11 +37,25 @@
 //      toolName?, toolCallId?, output? | errorText? (run the tool as approved)}
 //     {action:"toolOutput", toolName?, toolCallId?, output? | errorText?}
 //     {action:"stop", afterChunks}   arms a stop for the NEXT response
+//     {action:"interrupt", afterChunks?}   the same (default 1 chunk). Over
+//      "ws" the frames after the cut are held back until the chat has
+//      stopped, then handed to the transport, which sends an `interrupt`
+//      frame and must drop the rest of that response up to its [DONE]
+//     {action:"audio", chunks?, sampleRate?, withMessage?}   "ws" only:
+//      audio_control start, `chunks` (default 10) × 100 ms of a 440 Hz sine as
+//      PCM16, audio_control stop; withMessage first sends a voice message (one
+//      data-voice part, no text) that opens the request the audio answers
 //
 // Report (one JSON object on stdout): requests (wire record per request, with
 // SSE events, parsed chunks, and violations of the strict 6.0.25 and the
 // 6.0.326 chunk schemas), messages, status, error, finishReasons, loop,
 // timeout, toolCalls, steps. Exit code 0 whenever a report is printed.
+// For "ws", a request is one `message` frame and its response: the frames
+// received for it up to its [DONE] (`frames`, `events`, `frameProblems`),
+// the control frames and other frames sent meanwhile (`controls`, `sent`),
+// `refused` (an error control frame answered it), `closedBeforeDone`; and
+// `ws` lists connections, every control frame, the frames the transport
+// handed to onControl, frames sent outside a request, and stray data frames.
 
 import { readFileSync } from 'node:fs';
 import process from 'node:process';
@@ -45,7 +72,13 @@ const STOP_QUIET_MS = 100;
 
 const CLIENT_PACKAGES = { latest: 'ai', '6.0.326': 'ai', '6.0.25': 'ai-6.0.25' };
 const AUTO_SEND_MODES = new Set(['none', 'approvals', 'tool-calls', 'both', 'seed']);
-const ACTIONS = new Set(['send', 'regenerate', 'approve', 'toolOutput', 'stop']);
+const ACTIONS = new Set([
+  'send', 'regenerate', 'approve', 'toolOutput', 'stop', 'interrupt', 'audio',
+]);
+const TRANSPORTS = new Set(['http', 'ws']);
+// Where the checker finds the shipped WebSocket transport (built by `npm ci`
+// or `npm run build` in client/).
+const WS_TRANSPORT_MODULE = new URL('../client/dist/ws-chat-transport.js', import.meta.url);
 
 const log = (...args) => console.error('[chat-client]', ...args);
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
@@ -424,12 +457,207 @@ function cutAfterChunks(source, { afterChunks, onCut }, record, signal) {
 }
 
 // ---------------------------------------------------------------------------
+// WebSocket wire recorder: a subclass of the `ws` WebSocket that the transport
+// is given as its constructor. Every frame is recorded as it crosses the
+// socket. Each `message` frame sent opens a request record; the data frames
+// received belong to the oldest record still waiting for its [DONE] (the
+// protocol answers requests one at a time, in order).
+// ---------------------------------------------------------------------------
+
+// The events of one frame. The transport reads a frame as one whole SSE event,
+// so a missing terminating blank line is supplied here and reported apart.
+const frameEvents = frame => parseSseEvents(`${frame}\n\n`).events;
+
+// Audio payloads are summarised: the report needs their number, not the bytes.
+function summarizeSent(frame) {
+  if (frame?.type !== 'audio_chunk') return frame;
+  const { chunk, ...rest } = frame;
+  return { ...rest, bytes: typeof chunk === 'string' ? Math.floor((chunk.length * 3) / 4) : null };
+}
+
+function createWsRecorder({ maxRequests, touch, WebSocket, headers }) {
+  const recorder = {
+    records: [],
+    connections: [],
+    controls: [], // every control frame received: {request, frame}
+    sent: [], // frames other than `message` sent while no request was open
+    strayFrames: [], // data frames received while no request was open
+    loop: false,
+    loopRequest: null,
+    armedStop: null, // {afterChunks, onCut} for the next response
+    get inFlight() {
+      return this.records.filter(record => record.pending).length;
+    },
+  };
+  const receiving = () => recorder.records.find(record => record.pending);
+  const indexOf = record => (record ? recorder.records.indexOf(record) : null);
+
+  // A stop holds back every frame after the cut until the chat has stopped,
+  // then delivers them: the transport must drop them up to [DONE] itself.
+  let holding = false;
+  const held = [];
+  const release = () => {
+    holding = false;
+    for (const deliver of held.splice(0)) deliver();
+    touch();
+  };
+
+  function onSent(connection, text) {
+    let frame;
+    try {
+      frame = JSON.parse(text);
+    } catch {
+      frame = text;
+    }
+    // Keep-alive traffic is not activity: with pings on, the chat would
+    // never look quiescent.
+    if (frame?.type !== 'ping') touch();
+    if (frame?.type !== 'message') {
+      const record = receiving();
+      (record ? record.sent : recorder.sent).push(summarizeSent(frame));
+      return;
+    }
+    const request = { method: 'WS', url: connection.url, headers: headers ?? {}, body: frame };
+    if (recorder.records.length >= maxRequests) {
+      recorder.loop = true;
+      recorder.loopRequest = request;
+      throw new LoopGuardError(`loop guard: more than ${maxRequests} requests (maxRequests)`);
+    }
+    recorder.records.push({
+      request,
+      connection: recorder.connections.indexOf(connection),
+      frames: [],
+      controls: [],
+      sent: [],
+      pending: true,
+      refused: null,
+      closedBeforeDone: null,
+      stop: recorder.armedStop,
+      stopped: false,
+      deliveredChunks: 0,
+    });
+    recorder.armedStop = null;
+  }
+
+  function onReceived(text) {
+    const events = frameEvents(text);
+    const record = receiving();
+    if (events.length === 0) {
+      let frame;
+      try {
+        frame = JSON.parse(text);
+      } catch {
+        frame = text;
+      }
+      if (frame?.type !== 'pong') touch();
+      recorder.controls.push({ request: indexOf(record), frame });
+      record?.controls.push(frame);
+      // An error frame that answers a request refuses it: the newest request
+      // with no frames yet (a message sent while another response streamed,
+      // or the only one). Heuristic: the frame names no request.
+      const newest = recorder.records.findLast(r => r.pending);
+      if (frame?.type === 'error' && newest != null && newest.frames.length === 0) {
+        newest.refused = frame.message ?? null;
+        newest.pending = false;
+      }
+      return;
+    }
+    touch();
+    if (record == null) {
+      recorder.strayFrames.push({ afterRequest: recorder.records.length - 1, frame: text });
+      return;
+    }
+    record.frames.push(text);
+    if (events.includes('[DONE]')) record.pending = false;
+    if (record.stop == null || record.stopped) return;
+    record.deliveredChunks += events.filter(data => data !== '[DONE]').length;
+    if (record.deliveredChunks >= record.stop.afterChunks && record.pending) {
+      record.stopped = true;
+      holding = true;
+      Promise.resolve()
+        .then(record.stop.onCut)
+        .finally(release);
+    }
+  }
+
+  function onClose(connection, code, reason) {
+    connection.close = { code, reason };
+    for (const record of recorder.records) {
+      if (record.pending && recorder.connections[record.connection] === connection) {
+        record.pending = false;
+        record.closedBeforeDone = { code, reason };
+      }
+    }
+    touch();
+  }
+
+  recorder.WebSocket = class RecordingWebSocket extends WebSocket {
+    #connection;
+    #holdThis = false;
+
+    constructor(url, protocols) {
+      super(url, protocols, headers ? { headers } : {});
+      this.#connection = { url: String(url), opened: false, close: null };
+      recorder.connections.push(this.#connection);
+      // Registered before the transport's listeners, so recording comes first.
+      this.on('open', () => {
+        this.#connection.opened = true;
+        touch();
+      });
+      this.on('message', (data, isBinary) => {
+        this.#holdThis = holding;
+        if (isBinary) {
+          recorder.strayFrames.push({ afterRequest: recorder.records.length - 1, binary: true });
+        } else {
+          onReceived(String(data));
+        }
+      });
+      this.on('close', (code, reason) => {
+        this.#holdThis = holding;
+        onClose(this.#connection, code, String(reason));
+      });
+    }
+
+    addEventListener(type, listener, options) {
+      if (type !== 'message' && type !== 'close') {
+        return super.addEventListener(type, listener, options);
+      }
+      return super.addEventListener(
+        type,
+        event => {
+          if (this.#holdThis) held.push(() => listener.call(this, event));
+          else listener.call(this, event);
+        },
+        options,
+      );
+    }
+
+    send(data, ...rest) {
+      onSent(this.#connection, String(data));
+      return super.send(data, ...rest);
+    }
+  };
+
+  return recorder;
+}
+
+// ---------------------------------------------------------------------------
 // Job handling
 // ---------------------------------------------------------------------------
 
 function validateJob(job) {
   const problems = [];
   if (typeof job?.api !== 'string') problems.push('"api" must be a string');
+  const transport = job?.transport ?? 'http';
+  if (!TRANSPORTS.has(transport)) {
+    problems.push(`"transport" must be one of ${[...TRANSPORTS]}`);
+  }
+  const wsOnly = ['closeStreamAt', 'pingIntervalMs', 'sendOnlyLastMessages'];
+  for (const key of wsOnly) {
+    if (job?.[key] !== undefined && transport !== 'ws') {
+      problems.push(`"${key}" needs "transport": "ws"`);
+    }
+  }
   const client = job?.client ?? 'latest';
   if (!(client in CLIENT_PACKAGES)) {
     problems.push(`"client" must be one of ${Object.keys(CLIENT_PACKAGES)}`);
@@ -442,6 +670,9 @@ function validateJob(job) {
   for (const [i, step] of (job?.steps ?? []).entries()) {
     if (!ACTIONS.has(step?.action)) {
       problems.push(`steps[${i}].action must be one of ${[...ACTIONS]}`);
+    }
+    if (step?.action === 'audio' && transport !== 'ws') {
+      problems.push(`steps[${i}]: "audio" needs "transport": "ws"`);
     }
   }
   if (problems.length > 0) throw new Error(`invalid job: ${problems.join('; ')}`);
@@ -566,16 +797,57 @@ async function runStep(ctx, step) {
       );
     }
     case 'stop':
+    case 'interrupt':
       // Steps run one at a time, so a stop arms the NEXT response: it is cut
       // after `afterChunks` chunks and the chat is stopped, like a user
-      // pressing stop mid-stream.
+      // pressing stop mid-stream (over "ws" the transport then sends an
+      // `interrupt` frame).
       ctx.recorder.armedStop = {
         afterChunks: step.afterChunks ?? 1,
         onCut: () => stopWhenApplied(ctx),
       };
       return;
+    case 'audio':
+      return sendAudio(ctx, step);
     default:
       throw new Error(`unknown action ${step.action}`);
+  }
+}
+
+// A voice turn over "ws": optionally the message that opens the request, then
+// the microphone's audio as the protocol frames it.
+async function sendAudio(ctx, step) {
+  const { chat, transport, recorder } = ctx;
+  const sampleRate = step.sampleRate ?? 16000;
+  let request;
+  if (step.withMessage) {
+    const before = recorder.records.length;
+    request = chat.sendMessage({ parts: [{ type: 'data-voice', data: { sampleRate } }] });
+    // The audio must follow the message frame on the socket.
+    while (recorder.records.length === before && chat.status !== 'error' && !recorder.loop) {
+      await sleep(POLL_MS);
+    }
+  }
+  await transport.sendAudioControl('start');
+  for (const pcm of sinePcm16(step.chunks ?? 10, sampleRate)) {
+    await transport.sendAudioChunk(pcm, sampleRate);
+  }
+  await transport.sendAudioControl('stop');
+  await request;
+}
+
+// `count` chunks of 100 ms of a 440 Hz sine at 30% of full scale, PCM16 LE mono.
+function* sinePcm16(count, sampleRate) {
+  const perChunk = Math.round(sampleRate / 10);
+  let n = 0;
+  for (let c = 0; c < count; c++) {
+    const bytes = new Uint8Array(perChunk * 2);
+    const view = new DataView(bytes.buffer);
+    for (let i = 0; i < perChunk; i++, n++) {
+      const value = Math.sin((2 * Math.PI * 440 * n) / sampleRate) * 0.3 * 32767;
+      view.setInt16(i * 2, Math.round(value), true);
+    }
+    yield bytes;
   }
 }
 
@@ -648,8 +920,8 @@ const range = (from, to) => Array.from({ length: to - from }, (_, i) => from + i
 // Report
 // ---------------------------------------------------------------------------
 
-async function buildRequestReport(record, schemas) {
-  const { events, undispatchedTail } = parseSseEvents(record.rawBody);
+// The chunks of a list of SSE event payloads, and entries for validation.
+function chunksOf(events) {
   const chunkEntries = [];
   const chunks = [];
   events.forEach((raw, eventIndex) => {
@@ -662,6 +934,12 @@ async function buildRequestReport(record, schemas) {
       chunkEntries.push({ eventIndex, raw, parseError: errorMessage(error) });
     }
   });
+  return { chunks, chunkEntries };
+}
+
+async function buildRequestReport(record, schemas) {
+  const { events, undispatchedTail } = parseSseEvents(record.rawBody);
+  const { chunks, chunkEntries } = chunksOf(events);
   const report = {
     request: record.request,
     status: record.status,
@@ -682,6 +960,41 @@ async function buildRequestReport(record, schemas) {
   return report;
 }
 
+async function buildWsRequestReport(record, schemas) {
+  const events = [];
+  const frameProblems = [];
+  record.frames.forEach((frame, frameIndex) => {
+    const found = frameEvents(frame);
+    if (found.length !== 1) {
+      frameProblems.push({ frameIndex, problem: `${found.length} SSE events in one frame` });
+    }
+    if (!frame.endsWith('\n\n')) {
+      frameProblems.push({ frameIndex, problem: 'frame does not end with a blank line' });
+    }
+    events.push(...found);
+  });
+  const { chunks, chunkEntries } = chunksOf(events);
+  const report = {
+    transport: 'ws',
+    request: record.request,
+    connection: record.connection,
+    frames: record.frames,
+    events,
+    chunks,
+    endsWithDone: events.at(-1) === '[DONE]',
+    frameProblems,
+    strictViolations: await validateChunks(schemas.strict, chunkEntries),
+    latestViolations: await validateChunks(schemas.latest, chunkEntries),
+    controls: record.controls,
+    sent: record.sent,
+    refused: record.refused,
+    closedBeforeDone: record.closedBeforeDone,
+    stopped: record.stopped,
+  };
+  if (record.stopped) report.deliveredChunks = record.deliveredChunks;
+  return report;
+}
+
 async function buildReport(ctx, { timeout }) {
   // Snapshot the chat first: after a timeout it may still be changing.
   const chatSnapshot = {
@@ -691,9 +1004,24 @@ async function buildReport(ctx, { timeout }) {
   };
   const requests = [];
   for (const record of ctx.recorder.records) {
-    requests.push(await buildRequestReport(record, ctx.schemas));
+    requests.push(
+      ctx.transportKind === 'ws'
+        ? await buildWsRequestReport(record, ctx.schemas)
+        : await buildRequestReport(record, ctx.schemas),
+    );
   }
+  const ws =
+    ctx.transportKind === 'ws'
+      ? {
+          connections: ctx.recorder.connections,
+          controls: ctx.recorder.controls,
+          onControl: ctx.onControlFrames,
+          sent: ctx.recorder.sent,
+          strayFrames: ctx.recorder.strayFrames,
+        }
+      : undefined;
   return {
+    transport: ctx.transportKind,
     client: ctx.client,
     clientVersion: ctx.clientVersion,
     requests,
@@ -708,6 +1036,7 @@ async function buildReport(ctx, { timeout }) {
     toolCalls: ctx.toolCalls,
     steps: ctx.stepResults,
     statusHistory: ctx.state.statusHistory,
+    ...(ws ? { ws } : {}),
   };
 }
 
@@ -721,6 +1050,30 @@ function installedVersion(packageName) {
   return JSON.parse(readFileSync(url, 'utf8')).version;
 }
 
+async function importWsTransport() {
+  try {
+    return await import(WS_TRANSPORT_MODULE);
+  } catch (error) {
+    throw new Error(
+      `cannot load the WebSocket transport (${errorMessage(error)}): ` +
+        'run `npm ci` in client/ (it builds client/dist), then `npm ci` here',
+    );
+  }
+}
+
+// Closes the socket the way an app leaving the page would, and gives the
+// close a moment to be recorded.
+async function closeWsTransport(ctx) {
+  ctx.transport.close();
+  const until = Date.now() + 500;
+  while (
+    ctx.recorder.connections.some(c => c.opened && c.close == null) &&
+    Date.now() < until
+  ) {
+    await sleep(POLL_MS);
+  }
+}
+
 async function createContext(job) {
   const client = job.client ?? 'latest';
   const clientPackage = CLIENT_PACKAGES[client];
@@ -730,6 +1083,7 @@ async function createContext(job) {
 
   const ctx = {
     ai,
+    transportKind: job.transport ?? 'http',
     client,
     clientVersion: installedVersion(clientPackage),
     schemas: {
@@ -750,21 +1104,46 @@ async function createContext(job) {
     ctx.lastStateChange = Date.now();
     ctx.touch();
   });
-  ctx.recorder = createRecorder({
-    maxRequests: job.maxRequests ?? DEFAULT_MAX_REQUESTS,
-    touch: ctx.touch,
-  });
+  const maxRequests = job.maxRequests ?? DEFAULT_MAX_REQUESTS;
+  if (ctx.transportKind === 'ws') {
+    const { WebSocketChatTransport } = await importWsTransport();
+    const { WebSocket } = await import('ws');
+    ctx.recorder = createWsRecorder({
+      maxRequests,
+      touch: ctx.touch,
+      WebSocket,
+      headers: job.headers,
+    });
+    ctx.onControlFrames = [];
+    ctx.transport = new WebSocketChatTransport({
+      url: job.api,
+      WebSocket: ctx.recorder.WebSocket,
+      // Validate with the chosen client's schema, as its DefaultChatTransport would.
+      chunkSchema: ai.uiMessageChunkSchema,
+      ...(job.body !== undefined ? { body: job.body } : {}),
+      closeStreamAt: job.closeStreamAt,
+      pingIntervalMs: job.pingIntervalMs,
+      sendOnlyLastMessages: job.sendOnlyLastMessages,
+      onControl: frame => {
+        ctx.onControlFrames.push(frame);
+        if (frame?.type !== 'pong') ctx.touch();
+      },
+    });
+  } else {
+    ctx.recorder = createRecorder({ maxRequests, touch: ctx.touch });
+    ctx.transport = new ai.DefaultChatTransport({
+      api: job.api,
+      headers: job.headers,
+      ...(job.body !== undefined ? { body: job.body } : {}),
+      fetch: ctx.recorder.fetch,
+    });
+  }
 
   const toolOutputs = job.toolOutputs ?? {};
   ctx.chat = new ai.AbstractChat({
     id: job.chatId,
     state: ctx.state,
-    transport: new ai.DefaultChatTransport({
-      api: job.api,
-      headers: job.headers,
-      ...(job.body !== undefined ? { body: job.body } : {}),
-      fetch: ctx.recorder.fetch,
-    }),
+    transport: ctx.transport,
     sendAutomaticallyWhen: buildSendAutomaticallyWhen(
       ai,
       job.sendAutomaticallyWhen ?? 'none',
@@ -833,6 +1212,8 @@ async function main() {
     // Every body has ended (quiescence), but let the readers finish.
     await Promise.all(ctx.recorder.records.map(r => r.done));
   }
+  // After a timeout the chat is reported as it is, so leave the socket alone.
+  if (ctx.transportKind === 'ws' && !timeout) await closeWsTransport(ctx);
   writeAndExit(await buildReport(ctx, { timeout }), 0);
 }
 

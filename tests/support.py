@@ -316,3 +316,55 @@ def answer_approvals(message: dict[str, Any], *decisions: bool) -> dict[str, Any
 
 def tool_call_ids(message: dict[str, Any], tool_name: str) -> list[str]:
     return [p["toolCallId"] for p in message["parts"] if p["type"] == f"tool-{tool_name}"]
+
+
+# -- /live ------------------------------------------------------------------------------------
+
+
+class LiveSocket:
+    """A plain WebSocket client for /live: send frames, read one response until [DONE]."""
+
+    def __init__(self, server: LiveServer, chat_id: str, **connect_options: Any) -> None:
+        from websockets.sync.client import connect
+
+        url = server.base_url.replace("http://", "ws://") + f"/live?chatId={chat_id}"
+        self.chat_id = chat_id
+        self.ws = connect(url, open_timeout=10, **connect_options)
+        self.controls: list[dict[str, Any]] = []
+
+    def send(self, frame: dict[str, Any]) -> None:
+        self.ws.send(json.dumps(frame))
+
+    def message(self, *messages: dict[str, Any], **extra: Any) -> StreamResult:
+        """Send a `message` frame (a DefaultChatTransport body) and read its response."""
+        self.send(
+            {"type": "message", "version": "1", **chat_body(self.chat_id, *messages, **extra)}
+        )
+        return self.response()
+
+    def response(self, timeout: float = 30) -> StreamResult:
+        frames: list[str] = []
+        while True:
+            frame = self.ws.recv(timeout=timeout)
+            assert isinstance(frame, str), "the server sends text frames"
+            if not frame.startswith("data: "):
+                self.controls.append(json.loads(frame))
+                continue
+            assert frame.endswith("\n\n"), "one whole SSE event per frame"
+            frames.append(frame)
+            if frame == "data: [DONE]\n\n":
+                break
+        body = "".join(frames)
+        payloads = sse_payloads(body)
+        chunks = [json.loads(p) for p in payloads if p != "[DONE]"]
+        return StreamResult(200, httpx.Headers(), body, payloads, chunks)
+
+    def control(self, timeout: float = 10) -> dict[str, Any]:
+        while not self.controls:
+            frame = self.ws.recv(timeout=timeout)
+            assert isinstance(frame, str) and not frame.startswith("data: "), frame
+            self.controls.append(json.loads(frame))
+        return self.controls.pop(0)
+
+    def close(self) -> None:
+        self.ws.close()

@@ -11,14 +11,16 @@ and their responses are paired by name and order instead of by id.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
-from collections.abc import AsyncGenerator, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from google.adk.models import BaseLlm, LlmCapabilities, LLMRegistry
+from google.adk.models.base_llm_connection import BaseLlmConnection
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.genai import types
@@ -33,11 +35,15 @@ ERROR_MESSAGE = "offline demo model failure (internal detail: stack xyz)"
 # The response ADK gives a confirmation-gated call the user rejected.
 REJECTED_ERROR = "This tool call is rejected."
 
-IntentKind = Literal["fail", "payment", "payment_help", "weather", "location", "music", "chat"]
+IntentKind = Literal[
+    "fail", "payment", "payment_help", "weather", "location", "music", "recall", "chat"
+]
 
 # --- Parsing rules (all regexes live here) -----------------------------------
 
 _RE_FAIL = re.compile(r"\bfail\b|失敗", re.I)
+# "What did I say first?": answered from the history, so a test can see what the model saw.
+_RE_RECALL = re.compile(r"what did i (?:say|ask) first|最初に何", re.I)
 _RE_THINK = re.compile(r"\bthink\b|step by step|考えて", re.I)
 _RE_PAY_STRONG = re.compile(r"\bpay(?:ment)?\b|送金|支払", re.I)
 _RE_PAY_WEAK = re.compile(r"\b(?:send|transfer)\b|払", re.I)
@@ -155,6 +161,8 @@ def parse_intent(text: str) -> Intent:
     think = bool(_RE_THINK.search(text))
     if _RE_FAIL.search(text):
         return Intent("fail", text, think=think)
+    if _RE_RECALL.search(text):
+        return Intent("recall", text, think=think)
     steps = _parse_payment_steps(text)
     if steps and (_RE_PAY_STRONG.search(text) or _RE_PAY_WEAK.search(text)):
         return Intent("payment", text, steps, think)
@@ -256,6 +264,9 @@ def decide_reply(contents: Sequence[types.Content]) -> Reply:
     all_results = [r for step in results_by_step for r in step]
     if all_results:
         answer = " ".join(_describe(r) for r in all_results)
+    elif intent.kind == "recall":
+        first = next((_text_of(c) for c in contents if c.role == "user" and _text_of(c)), text)
+        answer = f'Your first message was: "{first}".'
     elif intent.kind == "payment_help":
         answer = 'Tell me who to pay and how much, for example "Pay Alice 10".'
     else:
@@ -532,6 +543,19 @@ class OfflineDemoLlm(BaseLlm):
             usage_metadata=_usage(llm_request.contents, parts),
             model_version=self.model,
         )
+
+    @override
+    @contextlib.asynccontextmanager
+    async def connect(self, llm_request: LlmRequest) -> AsyncIterator[BaseLlmConnection]:
+        """Opens a scripted live session (Runner.run_live); see `demo/live.py`."""
+        # Imported here because live.py builds on this module's reply logic.
+        from .live import OfflineLiveConnection
+
+        connection = OfflineLiveConnection.for_request(llm_request, model_version=self.model)
+        try:
+            yield connection
+        finally:
+            await connection.close()
 
 
 def register_offline_model() -> None:

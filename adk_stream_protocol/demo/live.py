@@ -1,0 +1,586 @@
+"""A live (bidirectional) connection for the offline demo model.
+
+`OfflineLiveConnection` stands in for a Gemini Live session without a network.
+It answers with the same reply logic as `OfflineDemoLlm.generate_content_async`
+(`decide_reply` over the conversation it has seen), so a chat behaves the same
+over `run_async` and `run_live`. The output follows what ADK's
+`GeminiLlmConnection` yields for Gemini Live:
+
+* text: `partial=True` chunks, then one `partial=False` response with the full
+  text;
+* tool calls: one `Content(role="model", parts=[function_call, ...])`, after
+  which the turn waits until every call has a function response (ADK sends the
+  results of its own tools; a browser tool's result comes from the client) and
+  then continues with the answer. As with Gemini 3.x Live there is no
+  `turn_complete` between a call and its answer, so a turn waiting for a
+  browser tool stays open until the result or new user input arrives;
+* then a usage-only response and `LlmResponse(turn_complete=True)`.
+
+History sent at connect time (`send_history`) that ends on the user's side is
+answered at once, as Gemini does; otherwise the model waits for input.
+
+Output modality comes from `llm_request.live_connect_config.response_modalities`
+(`run_live` fills it from `RunConfig`, defaulting to AUDIO): with TEXT the
+answer is text as above; with AUDIO it is spoken like a native-audio model,
+i.e. `output_transcription` deltas (`partial=True`) interleaved with
+`audio/pcm;rate=24000` chunks (a sine tone, 0.1 s per delta), then a final
+transcription with the full text (`finished=True`, `partial=False`).
+Transcriptions are only produced when `input_audio_transcription` /
+`output_audio_transcription` are set (RunConfig turns both on by default).
+Thoughts are streamed as `thought=True` text in both modalities.
+
+Audio input (`audio/pcm;rate=N` blobs, PCM16 LE mono) is not recognised; the
+model "hears" a fixed phrase chosen by the length of the utterance:
+`SHORT_UTTERANCE_PHRASE` below `LONG_UTTERANCE_SECONDS`, otherwise
+`LONG_UTTERANCE_PHRASE` (a weather question, so voice exercises a tool call).
+An utterance ends:
+
+* at `ActivityEnd`, once the client has sent `ActivityStart` (or from the start
+  when `realtime_input_config` disables automatic activity detection); any
+  audio between start and end counts as speech;
+* otherwise by an energy detector: audio chunks whose RMS reaches
+  `VOICE_RMS_THRESHOLD` are speech; the utterance ends after
+  `END_OF_SPEECH_SILENCE_SECONDS` of quieter audio (counted in samples, so it
+  does not depend on timing), at `audio_stream_end`, or when no audio arrives
+  for `IDLE_END_OF_SPEECH_SECONDS` of wall time (a client that simply stops
+  streaming). Silence alone is never an utterance.
+
+New user input while a turn is still being produced (text, `ActivityStart`, or
+speech detected automatically) interrupts it, as Gemini does: the text streamed
+so far is closed (in TEXT mode a full-text response carrying `interrupted=True`;
+in AUDIO mode a final output transcription followed by a bare
+`LlmResponse(interrupted=True)`), then `turn_complete`, then the new input is
+answered. The model keeps what it said so far in its history.
+
+Function calls carry ids of the model's own, like Gemini Live
+(`function-call-<n>`, numbered after the calls already in the history), so a
+function response is matched to its call exactly and a late response for an
+interrupted turn is recognised and dropped.
+"""
+
+from __future__ import annotations
+
+import array
+import asyncio
+import logging
+import math
+import re
+import sys
+from collections.abc import AsyncGenerator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from google.adk.models.base_llm_connection import BaseLlmConnection, RealtimeInput
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
+from google.genai import types
+from typing_extensions import override
+
+# `_usage` is shared on purpose: token counts must match the non-live model's.
+from .model import (
+    ERROR_CODE,
+    ERROR_MESSAGE,
+    OFFLINE_MODEL_NAME,
+    _usage,
+    chunk_text,
+    decide_reply,
+)
+
+__all__ = [
+    "LONG_UTTERANCE_PHRASE",
+    "OUTPUT_AUDIO_MIME_TYPE",
+    "SHORT_UTTERANCE_PHRASE",
+    "LiveOptions",
+    "OfflineLiveConnection",
+    "phrase_for_utterance",
+]
+
+logger = logging.getLogger(__name__)
+
+# --- What the model hears and says ---------------------------------------------
+
+SHORT_UTTERANCE_PHRASE = "Hello from the microphone."
+LONG_UTTERANCE_PHRASE = "What's the weather in Tokyo?"
+LONG_UTTERANCE_SECONDS = 1.0
+
+OUTPUT_SAMPLE_RATE = 24_000
+OUTPUT_AUDIO_MIME_TYPE = f"audio/pcm;rate={OUTPUT_SAMPLE_RATE}"
+AUDIO_SECONDS_PER_DELTA = 0.1
+TONE_HZ = 440.0
+TONE_AMPLITUDE = 6_000  # Quiet enough not to startle anyone testing with speakers on.
+
+# --- Turn taking -----------------------------------------------------------------
+
+DEFAULT_INPUT_SAMPLE_RATE = 16_000
+VOICE_RMS_THRESHOLD = 500.0  # About -36 dBFS: above room noise, below any speech.
+END_OF_SPEECH_SILENCE_SECONDS = 0.5
+IDLE_END_OF_SPEECH_SECONDS = 0.8
+# A realistic but fast pause between streamed pieces (it also lets input arrive mid-turn).
+DEFAULT_PACE_SECONDS = 0.005
+
+_RE_RATE = re.compile(r"rate=(\d+)")
+
+
+def phrase_for_utterance(seconds: float) -> str:
+    """The words the offline model "hears" in an utterance of this length."""
+    return LONG_UTTERANCE_PHRASE if seconds >= LONG_UTTERANCE_SECONDS else SHORT_UTTERANCE_PHRASE
+
+
+@dataclass(frozen=True)
+class LiveOptions:
+    """The parts of the live connect config the offline model honours.
+
+    Built directly (tests), the defaults are text output with transcriptions on.
+    """
+
+    audio_output: bool = False
+    input_transcription: bool = True
+    output_transcription: bool = True
+    automatic_activity_detection: bool = True
+
+    @classmethod
+    def from_config(cls, config: types.LiveConnectConfig | None) -> LiveOptions:
+        config = config or types.LiveConnectConfig()
+        modalities = config.response_modalities
+        # run_live always sets the modalities; AUDIO is its default too.
+        audio = modalities is None or types.Modality.AUDIO in modalities
+        realtime = config.realtime_input_config
+        detection = realtime.automatic_activity_detection if realtime else None
+        return cls(
+            audio_output=audio,
+            input_transcription=config.input_audio_transcription is not None,
+            output_transcription=config.output_audio_transcription is not None,
+            automatic_activity_detection=not (detection and detection.disabled),
+        )
+
+
+# --- Audio -------------------------------------------------------------------------
+
+
+def _pcm16(data: bytes) -> array.array[int]:
+    samples = array.array("h")
+    samples.frombytes(data[: len(data) - len(data) % 2])
+    if sys.byteorder == "big":  # The wire format is little-endian.
+        samples.byteswap()
+    return samples
+
+
+def _rms(data: bytes) -> float:
+    samples = _pcm16(data)
+    if not samples:
+        return 0.0
+    return math.sqrt(sum(s * s for s in samples) / len(samples))
+
+
+def _sample_rate(mime_type: str | None) -> int:
+    match = _RE_RATE.search(mime_type or "")
+    return int(match.group(1)) if match else DEFAULT_INPUT_SAMPLE_RATE
+
+
+def _tone(first_sample: int, count: int) -> bytes:
+    """A slice of one continuous sine tone, so consecutive chunks join smoothly."""
+    step = 2 * math.pi * TONE_HZ / OUTPUT_SAMPLE_RATE
+    samples = array.array(
+        "h",
+        (
+            round(TONE_AMPLITUDE * math.sin(step * n))
+            for n in range(first_sample, first_sample + count)
+        ),
+    )
+    if sys.byteorder == "big":
+        samples.byteswap()
+    return samples.tobytes()
+
+
+class _Listener:
+    """Decides where the user's utterances begin and end."""
+
+    def __init__(self, automatic: bool) -> None:
+        self.explicit = not automatic
+        self._in_activity = False
+        self._speech = 0.0  # Seconds of speech in the current utterance.
+        self._silence = 0.0  # Trailing quiet seconds (automatic detection only).
+
+    @property
+    def hearing(self) -> bool:
+        return self._speech > 0
+
+    def activity_start(self) -> None:
+        # Activity signals mean the client runs its own detection from now on.
+        self.explicit = True
+        self._in_activity = True
+        self._speech = self._silence = 0.0
+
+    def activity_end(self) -> float | None:
+        if not self._in_activity:
+            return None
+        self._in_activity = False
+        return self._finish()
+
+    def audio(self, data: bytes, rate: int) -> tuple[bool, float | None]:
+        """Returns (speech just started, length of an utterance that just ended)."""
+        seconds = len(data) / 2 / rate
+        if self.explicit:
+            if self._in_activity:
+                self._speech += seconds
+            return False, None
+        if _rms(data) >= VOICE_RMS_THRESHOLD:
+            started = not self.hearing
+            self._speech += self._silence + seconds  # Pauses inside speech count as speech.
+            self._silence = 0.0
+            return started, None
+        if not self.hearing:
+            return False, None
+        self._silence += seconds
+        if self._silence >= END_OF_SPEECH_SILENCE_SECONDS:
+            return False, self._finish()
+        return False, None
+
+    def stream_end(self) -> float | None:
+        """The client stopped streaming (audio_stream_end, or nothing arrives any more)."""
+        if self.explicit or not self.hearing:
+            return None
+        return self._finish()
+
+    def _finish(self) -> float | None:
+        seconds = self._speech
+        self._speech = self._silence = 0.0
+        return seconds if seconds > 0 else None
+
+
+# --- Turns ---------------------------------------------------------------------------
+
+
+class _Closed:
+    """Outbox marker: the connection is closed."""
+
+
+_CLOSED = _Closed()
+_OutboxItem = LlmResponse | BaseException | _Closed
+
+
+@dataclass(eq=False)
+class _Turn:
+    """One model turn being produced, and what an interruption has to close."""
+
+    task: asyncio.Task[None] | None = None
+    heard: str = ""  # Input transcription streamed, final not yet sent.
+    streamed: str = ""  # Text streamed, full text not yet sent.
+    streamed_thought: bool = False
+    spoken: str = ""  # Output transcription streamed, final not yet sent.
+    awaiting: dict[str, types.FunctionCall] = field(default_factory=dict)
+    results: list[types.Part] = field(default_factory=list)
+    answered: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def expect(self, calls: Sequence[types.FunctionCall]) -> None:
+        self.awaiting = {c.id: c for c in calls if c.id}
+        self.results = []
+        self.answered.clear()
+
+    def accept(self, response: types.FunctionResponse) -> bool:
+        """Takes a function response if it answers a call this turn waits for."""
+        call_id = response.id
+        if call_id is None:  # A client that dropped the id: pair by name.
+            call_id = next((k for k, c in self.awaiting.items() if c.name == response.name), None)
+        if call_id is None or call_id not in self.awaiting:
+            return False
+        del self.awaiting[call_id]
+        self.results.append(types.Part(function_response=response))
+        if not self.awaiting:
+            self.answered.set()
+        return True
+
+
+class OfflineLiveConnection(BaseLlmConnection):
+    """A scripted Gemini Live session; see the module docstring."""
+
+    def __init__(
+        self,
+        options: LiveOptions | None = None,
+        *,
+        model_version: str = OFFLINE_MODEL_NAME,
+        pace_seconds: float = DEFAULT_PACE_SECONDS,
+    ) -> None:
+        self._options = options or LiveOptions()
+        self._model_version = model_version
+        self._pace = pace_seconds
+        self._history: list[types.Content] = []
+        self._draft: list[types.Part] = []  # Partial user content awaiting its completion.
+        self._outbox: asyncio.Queue[_OutboxItem] = asyncio.Queue()
+        self._turn: _Turn | None = None
+        self._listener = _Listener(self._options.automatic_activity_detection)
+        self._idle_timer: asyncio.TimerHandle | None = None
+        self._calls_made = 0
+        self._closed = False
+
+    @classmethod
+    def for_request(
+        cls, llm_request: LlmRequest, *, model_version: str = OFFLINE_MODEL_NAME
+    ) -> OfflineLiveConnection:
+        options = LiveOptions.from_config(llm_request.live_connect_config)
+        logger.debug("offline live connection: %s", options)
+        return cls(options, model_version=model_version)
+
+    @property
+    def options(self) -> LiveOptions:
+        return self._options
+
+    @property
+    def history(self) -> list[types.Content]:
+        """The conversation as the model sees it (a copy)."""
+        return list(self._history)
+
+    # --- BaseLlmConnection -------------------------------------------------------
+
+    @override
+    async def send_history(self, history: list[types.Content]) -> None:
+        self._history = list(history)
+        self._calls_made = sum(1 for c in history for p in c.parts or [] if p.function_call)
+        # Like Gemini: history ending with the user's turn is answered right away.
+        if history and history[-1].role == "user":
+            self._start_turn(spoken=None)
+
+    @override
+    async def send_content(self, content: types.Content) -> None:
+        await self._send_content(content)
+
+    @override
+    async def _send_content(self, content: types.Content, *, partial: bool = False) -> None:
+        if self._closed:
+            logger.debug("offline live connection closed; content ignored")
+            return
+        parts = list(content.parts or [])
+        if parts and all(p.function_response for p in parts):
+            self._take_results(parts)
+            return
+        if partial:  # Not a turn yet: kept until the content that completes it.
+            self._draft.extend(parts)
+            return
+        message = types.Content(role="user", parts=[*self._draft, *parts])
+        self._draft = []
+        self._interrupt()
+        self._history.append(message)
+        self._start_turn(spoken=None)
+
+    @override
+    async def send_realtime(self, blob: RealtimeInput) -> None:
+        if self._closed:
+            return
+        if isinstance(blob, types.ActivityStart):
+            self._listener.activity_start()
+            self._interrupt()
+        elif isinstance(blob, types.ActivityEnd):
+            self._hear(self._listener.activity_end())
+        elif isinstance(blob, types.LiveClientRealtimeInput):
+            if blob.audio_stream_end:
+                self._cancel_idle_timer()
+                self._hear(self._listener.stream_end())
+            else:
+                logger.debug("offline live model ignores realtime input %s", blob)
+        elif (blob.mime_type or "").startswith("audio/"):
+            self._take_audio(blob)
+        else:
+            # Video frames and other media: the offline model is blind.
+            logger.debug("offline live model ignores a %s blob", blob.mime_type)
+
+    @override
+    async def receive(self) -> AsyncGenerator[LlmResponse, None]:
+        # The flow calls receive() in a loop: one call per turn; a call that
+        # yields nothing ends the session.
+        while True:
+            item = await self._outbox.get()
+            if isinstance(item, _Closed):
+                self._outbox.put_nowait(item)  # Later calls must end at once too.
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+            if item.turn_complete:
+                return
+
+    @override
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._cancel_idle_timer()
+        turn, self._turn = self._turn, None
+        self._outbox.put_nowait(_CLOSED)
+        if turn is not None and turn.task is not None and not turn.task.done():
+            turn.task.cancel()
+            await asyncio.wait([turn.task])  # Let it unwind; its cancellation is expected.
+
+    # --- Input -------------------------------------------------------------------
+
+    def _take_results(self, parts: Sequence[types.Part]) -> None:
+        turn = self._turn
+        for part in parts:
+            response = part.function_response
+            assert response is not None
+            if turn is None or not turn.accept(response):
+                # E.g. the result of a call whose turn was interrupted: the
+                # model has moved on, and a stray result would confuse it.
+                logger.info("offline live model drops an unexpected %s result", response.name)
+
+    def _take_audio(self, blob: types.Blob) -> None:
+        started, ended = self._listener.audio(blob.data or b"", _sample_rate(blob.mime_type))
+        if started:
+            self._interrupt()  # Barge-in: the user talks over the model.
+        self._cancel_idle_timer()
+        if ended is not None:
+            self._hear(ended)
+        elif self._listener.hearing:
+            loop = asyncio.get_running_loop()
+            self._idle_timer = loop.call_later(IDLE_END_OF_SPEECH_SECONDS, self._on_idle)
+
+    def _on_idle(self) -> None:
+        self._idle_timer = None
+        if not self._closed:
+            self._hear(self._listener.stream_end())
+
+    def _cancel_idle_timer(self) -> None:
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
+
+    def _hear(self, seconds: float | None) -> None:
+        if seconds is None:
+            return
+        phrase = phrase_for_utterance(seconds)
+        logger.debug("offline live model heard %.2f s of speech: %r", seconds, phrase)
+        self._interrupt()
+        self._history.append(types.Content(role="user", parts=[types.Part(text=phrase)]))
+        self._start_turn(spoken=phrase)
+
+    # --- Output ------------------------------------------------------------------
+
+    def _put(self, **fields: Any) -> None:
+        self._outbox.put_nowait(LlmResponse(model_version=self._model_version, **fields))
+
+    def _start_turn(self, spoken: str | None) -> None:
+        turn = _Turn()
+        turn.task = asyncio.create_task(self._play_turn(turn, spoken))
+        self._turn = turn
+
+    def _interrupt(self) -> None:
+        """Stops the turn in progress and closes what it had started, like Gemini."""
+        turn, self._turn = self._turn, None
+        if turn is None or turn.task is None or turn.task.done():
+            return
+        turn.task.cancel()  # Its output so far is already in the outbox.
+        logger.debug("offline live model interrupted")
+        if turn.heard:
+            transcription = types.Transcription(text=turn.heard, finished=True)
+            self._put(input_transcription=transcription, partial=False)
+        said = ""
+        if turn.streamed:
+            # Gemini closes streamed text with a full-text response flagged interrupted.
+            part = types.Part(text=turn.streamed, thought=turn.streamed_thought or None)
+            content = types.Content(role="model", parts=[part])
+            self._put(content=content, partial=False, interrupted=True)
+            said = "" if turn.streamed_thought else turn.streamed
+        else:
+            if turn.spoken and self._options.output_transcription:
+                transcription = types.Transcription(text=turn.spoken, finished=True)
+                self._put(output_transcription=transcription, partial=False)
+            said = turn.spoken
+            self._put(interrupted=True)
+        self._put(turn_complete=True)
+        if said:
+            self._history.append(types.Content(role="model", parts=[types.Part(text=said)]))
+
+    async def _play_turn(self, turn: _Turn, spoken: str | None) -> None:
+        try:
+            await self._produce(turn, spoken)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            # Surfaced through receive(), so the flow fails instead of hanging.
+            logger.exception("offline live model failed")
+            self._outbox.put_nowait(error)
+
+    async def _produce(self, turn: _Turn, spoken: str | None) -> None:
+        prompt = list(self._history)
+        generated: list[types.Part] = []
+        if spoken is not None and self._options.input_transcription:
+            await self._transcribe_input(turn, spoken)
+        while True:
+            reply = decide_reply(self._history)
+            if reply.error:
+                self._put(error_code=ERROR_CODE, error_message=ERROR_MESSAGE)
+                break
+            said: list[types.Part] = []
+            if reply.thought:
+                await self._stream_text(turn, reply.thought, thought=True)
+                generated.append(types.Part(text=reply.thought, thought=True))
+            if reply.text:
+                if self._options.audio_output:
+                    await self._speak(turn, reply.text)
+                else:
+                    await self._stream_text(turn, reply.text, thought=False)
+                said.append(types.Part(text=reply.text))
+            calls = [self._new_call(c.name, c.args) for c in reply.calls]
+            call_parts = [types.Part(function_call=c) for c in calls]
+            generated.extend([*said, *call_parts])
+            if said or call_parts:
+                self._history.append(types.Content(role="model", parts=[*said, *call_parts]))
+            if not calls:
+                break
+            turn.expect(calls)
+            await self._pause()
+            self._put(content=types.Content(role="model", parts=call_parts))
+            await turn.answered.wait()
+            self._history.append(types.Content(role="user", parts=list(turn.results)))
+        await self._pause()
+        self._put(usage_metadata=_usage(prompt, generated))
+        self._put(turn_complete=True)
+
+    def _new_call(self, name: str, args: dict[str, Any]) -> types.FunctionCall:
+        self._calls_made += 1
+        return types.FunctionCall(id=f"function-call-{self._calls_made}", name=name, args=args)
+
+    async def _pause(self) -> None:
+        await asyncio.sleep(self._pace)
+
+    async def _transcribe_input(self, turn: _Turn, phrase: str) -> None:
+        for piece in chunk_text(phrase):
+            await self._pause()
+            turn.heard += piece
+            transcription = types.Transcription(text=piece, finished=False)
+            self._put(input_transcription=transcription, partial=True)
+        await self._pause()
+        turn.heard = ""
+        self._put(
+            input_transcription=types.Transcription(text=phrase, finished=True), partial=False
+        )
+
+    async def _stream_text(self, turn: _Turn, text: str, *, thought: bool) -> None:
+        turn.streamed_thought = thought
+        for piece in chunk_text(text):
+            await self._pause()
+            turn.streamed += piece
+            part = types.Part(text=piece, thought=thought or None)
+            self._put(content=types.Content(role="model", parts=[part]), partial=True)
+        await self._pause()
+        turn.streamed = ""
+        part = types.Part(text=text, thought=thought or None)
+        self._put(content=types.Content(role="model", parts=[part]), partial=False)
+
+    async def _speak(self, turn: _Turn, text: str) -> None:
+        chunk_samples = round(AUDIO_SECONDS_PER_DELTA * OUTPUT_SAMPLE_RATE)
+        for index, piece in enumerate(chunk_text(text)):
+            await self._pause()
+            turn.spoken += piece
+            audio = types.Blob(
+                mime_type=OUTPUT_AUDIO_MIME_TYPE, data=_tone(index * chunk_samples, chunk_samples)
+            )
+            # Audio events carry no partial flag, as with Gemini.
+            self._put(content=types.Content(role="model", parts=[types.Part(inline_data=audio)]))
+            if self._options.output_transcription:
+                transcription = types.Transcription(text=piece, finished=False)
+                self._put(output_transcription=transcription, partial=True)
+        await self._pause()
+        turn.spoken = ""
+        if self._options.output_transcription:
+            transcription = types.Transcription(text=text, finished=True)
+            self._put(output_transcription=transcription, partial=False)

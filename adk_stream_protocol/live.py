@@ -1,0 +1,497 @@
+"""``WS /live``: one socket, one ADK ``run_live``, many responses (docs/live-protocol.md).
+
+A ``LiveConnection`` owns everything of one socket: the live request queue, the run task, the
+approval queue, the browser calls waiting for results, and at most one open ``LiveResponse``.
+Every ``message`` frame is a request and gets exactly one response, which ends with ``[DONE]``
+when the model's turn completes, when it is interrupted, or when the turn pauses for the client
+(an approval, a browser tool). Each response has its own converter, so ids, usage and
+transcripts never leak into the next one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import json
+import logging
+import re
+from typing import TYPE_CHECKING, Annotated, Any
+
+from fastapi import APIRouter, Depends, WebSocket, WebSocketDisconnect
+from google.adk.agents import LiveRequestQueue
+from google.adk.events import Event
+from google.genai import types
+from pydantic import ValidationError
+
+from adk_stream_protocol.approvals import ApprovalQueue, BrowserCalls, PendingApproval
+from adk_stream_protocol.chunks import BaseChunk, ErrorChunk
+from adk_stream_protocol.converter import StreamProtocolConverter
+from adk_stream_protocol.errors import RequestError
+from adk_stream_protocol.identity import current_user
+from adk_stream_protocol.inputs import user_content
+from adk_stream_protocol.sessions import ChatLease
+from adk_stream_protocol.sse import DONE, format_event
+from adk_stream_protocol.stream import readable_validation_error
+from adk_stream_protocol.turns import CANCELLED_RESULT, new_message_id
+from adk_stream_protocol.ui_messages import (
+    CHAT_ID_PATTERN,
+    ChatRequest,
+    DataUIPart,
+    StepStartUIPart,
+    UIMessage,
+)
+
+if TYPE_CHECKING:
+    from adk_stream_protocol.app import Bridge
+
+logger = logging.getLogger(__name__)
+
+router = APIRouter()
+
+# Close codes (4000-4999 are the application's own).
+CLOSE_BAD_REQUEST = 4400
+CLOSE_CHAT_BUSY = 4409
+CLOSE_TOO_BIG = 1009
+CLOSE_INTERNAL = 1011
+
+_ENVELOPE_KEYS = frozenset({"type", "version", "timestamp"})
+
+
+@router.websocket("/live")
+async def live(websocket: WebSocket, user_id: Annotated[str, Depends(current_user)]) -> None:
+    bridge: Bridge = websocket.app.state.bridge
+    await websocket.accept()
+    chat_id = websocket.query_params.get("chatId", "")
+    if not re.fullmatch(CHAT_ID_PATTERN, chat_id):
+        await websocket.close(CLOSE_BAD_REQUEST, "connect with ?chatId=<chat id>")
+        return
+    lease = await bridge.locks.try_acquire(user_id, chat_id)
+    if lease is None:
+        await websocket.close(CLOSE_CHAT_BUSY, "this chat already has a live connection")
+        return
+    connection = LiveConnection(bridge, websocket, user_id=user_id, chat_id=chat_id, lease=lease)
+    await connection.serve()
+
+
+class LiveResponse:
+    """One response on the socket: its converter and what it is still waiting for."""
+
+    def __init__(self, converter: StreamProtocolConverter) -> None:
+        self.converter = converter
+        self.calls: set[str] = set()  # the tool calls of this response
+        self.settled: set[str] = (
+            set()
+        )  # calls that ran (browser tools: returned nothing) or got a result
+        self.announced: set[str] = set()  # approval ids whose requests were sent
+
+
+class LiveConnection:
+    def __init__(
+        self,
+        bridge: Bridge,
+        websocket: WebSocket,
+        *,
+        user_id: str,
+        chat_id: str,
+        lease: ChatLease,
+    ) -> None:
+        self._bridge = bridge
+        self._settings = bridge.settings
+        self._ws = websocket
+        self.user_id = user_id
+        self.chat_id = chat_id
+        self._lease = lease
+        self.approvals = ApprovalQueue(
+            self._settings.approval_timeout_seconds, self._on_approval_requested
+        )
+        self.browser = BrowserCalls(self._settings.approval_timeout_seconds, self._on_browser_wait)
+        self._queue = LiveRequestQueue()
+        self._run_task: asyncio.Task[None] | None = None
+        self._response: LiveResponse | None = None
+        # Events that arrived while no response was open, for the next continuation.
+        self._backlog: list[Event] = []
+        # Live state of this connection's current turn.
+        self._calls: dict[str, tuple[str, dict[str, Any]]] = {}  # call id -> (name, args)
+        self._browser_calls: set[str] = set()  # waiting for the browser's result
+        self._approved_browser_calls: set[str] = set()
+        self._sent_user_messages: set[str] = set()
+        self._discard_until_turn_end = False
+        self._turn_open = False  # the live model is inside a turn (turn_complete not yet seen)
+        self._send_lock = asyncio.Lock()
+
+    # -- the socket ---------------------------------------------------------------------------
+
+    async def serve(self) -> None:
+        self._bridge.live_gates[(self.user_id, self.chat_id)] = self
+        logger.info("live connected user=%s chat=%s", self.user_id, self.chat_id)
+        try:
+            await self._receive_frames()
+        finally:
+            await self._shut_down()
+
+    async def _receive_frames(self) -> None:
+        limit = self._settings.max_frame_bytes
+        while True:
+            try:
+                message = await self._ws.receive()
+            except WebSocketDisconnect:
+                return
+            if message["type"] == "websocket.disconnect":
+                return
+            text = message.get("text")
+            if text is None:
+                await self._control_error("binary frames are not accepted; send JSON text")
+                continue
+            if len(text.encode()) > limit:
+                await self._ws.close(CLOSE_TOO_BIG, f"frames are limited to {limit} bytes")
+                return
+            await self._on_frame(text)
+
+    async def _on_frame(self, text: str) -> None:
+        try:
+            frame = json.loads(text)
+        except json.JSONDecodeError as exc:
+            await self._control_error(f"the frame is not valid JSON: {exc}")
+            return
+        if not isinstance(frame, dict):
+            await self._control_error("a frame must be a JSON object with a type")
+            return
+        kind = frame.get("type")
+        if kind == "ping":
+            await self._send_json({"type": "pong", "timestamp": frame.get("timestamp")})
+        elif kind == "message":
+            await self._on_message(frame)
+        elif kind == "interrupt":
+            await self._interrupt()
+        elif kind == "audio_chunk":
+            await self._on_audio(frame)
+        elif kind == "audio_control":
+            await self._on_audio_control(frame)
+        elif kind == "tool_result":
+            await self._on_tool_result(frame)
+        else:
+            await self._control_error(f"unknown frame type {kind!r}")
+
+    async def _shut_down(self) -> None:
+        """Disconnect: nobody can answer any more. Nothing pending runs; nothing stays."""
+        self.approvals.cancel_all()
+        self.browser.cancel_all(CANCELLED_RESULT)
+        self._queue.close()
+        if self._run_task is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(self._run_task), 2)
+            except (TimeoutError, Exception):
+                self._run_task.cancel()
+                await asyncio.gather(self._run_task, return_exceptions=True)
+        self._bridge.live_gates.pop((self.user_id, self.chat_id), None)
+        self._lease.release()
+        logger.info("live disconnected user=%s chat=%s", self.user_id, self.chat_id)
+
+    # -- requests -----------------------------------------------------------------------------
+
+    async def _on_message(self, frame: dict[str, Any]) -> None:
+        if self._response is not None:
+            await self._control_error("a response is still streaming; send after its [DONE]")
+            return
+        try:
+            request = self._parse_request(frame)
+            if request.last_message.role == "assistant":
+                await self._continue(request)
+            else:
+                await self._new_turn(request)
+        except RequestError as exc:
+            logger.info("live request refused chat=%s reason=%s", self.chat_id, exc.message)
+            await self._send_chunks([ErrorChunk(error_text=exc.message)])
+            await self._send_text(DONE)
+
+    def _parse_request(self, frame: dict[str, Any]) -> ChatRequest:
+        body = {k: v for k, v in frame.items() if k not in _ENVELOPE_KEYS}
+        try:
+            request = ChatRequest.model_validate(body)
+        except ValidationError as exc:
+            raise RequestError(422, readable_validation_error(exc)) from None
+        if request.id != self.chat_id:
+            raise RequestError(422, f"this socket serves chat {self.chat_id!r}, not {request.id!r}")
+        if request.trigger == "regenerate-message":
+            raise RequestError(422, "regenerate is not available on /live; use POST /stream")
+        return request
+
+    async def _new_turn(self, request: ChatRequest) -> None:
+        last = request.last_message
+        if last.id in self._sent_user_messages or request.message_id is not None:
+            raise RequestError(409, f"message {last.id!r} was already sent on this connection")
+        content = None if _is_voice_turn(last) else user_content(last)
+        await self._ensure_running()
+        self._abandon_pending_calls()
+        self._sent_user_messages.add(last.id)
+        self._backlog.clear()  # leftovers of an earlier message cannot go into a new one
+        self._open_response(new_message_id())
+        await self._send_chunks(self._converter().start())
+        if content is not None:
+            self._queue.send_content(content)
+        logger.info("live turn chat=%s voice=%s", self.chat_id, content is None)
+
+    async def _continue(self, request: ChatRequest) -> None:
+        """Approvals and browser results for the assistant message sent last."""
+        last = request.last_message
+        decisions: list[tuple[PendingApproval, bool]] = []
+        outputs: dict[str, dict[str, Any]] = {}
+        denied: set[str] = set()
+        rearm: list[str] = []
+        for part in last.tool_parts():
+            approval = part.approval
+            has_output = part.state in ("output-available", "output-error")
+            if approval is not None and approval.approved is not None:
+                pending = self.approvals.find(approval.id)
+                if pending is None and not self.approvals.was_decided(approval.id):
+                    raise RequestError(409, f"approval {approval.id!r} answers no pending approval")
+                if pending is not None:  # else answered before, or timed out: acts once
+                    if pending.call_id != part.tool_call_id:
+                        raise RequestError(409, f"approval {approval.id!r} is for another call")
+                    decisions.append((pending, approval.approved))
+                    if not approval.approved:
+                        denied.add(part.tool_call_id)
+                    elif part.tool_call_id in self._browser_calls and not has_output:
+                        rearm.append(part.tool_call_id)
+            if has_output and part.tool_call_id in self._browser_calls:
+                outputs[part.tool_call_id] = _browser_result(part)
+            elif has_output and part.tool_call_id not in self._calls:
+                raise RequestError(409, f"tool output for {part.tool_call_id!r} answers no call")
+        if not decisions and not outputs and not self._backlog:
+            raise RequestError(409, "this message answers no pending approval or tool call")
+        self._open_response(last.id, denied)
+        await self._send_chunks(self._converter().start())
+        backlog, self._backlog = self._backlog, []
+        for event in backlog:
+            await self._on_event(event)
+        # Approved browser tools without their result: the browser runs them now.
+        self._approved_browser_calls.update(c for c in rearm if c not in outputs)
+        for pending, approved in decisions:
+            self.approvals.decide(pending.approval_id, approved)
+        for call_id, result in outputs.items():
+            self._deliver(call_id, result)
+
+    def _deliver(self, call_id: str, result: dict[str, Any]) -> None:
+        self._browser_calls.discard(call_id)
+        self.browser.deliver(call_id, result)
+
+    def _abandon_pending_calls(self) -> None:
+        """A new message while calls wait: approvals are cancelled (the tools do not run) and
+        browser calls get a clear result, so the model's history stays valid."""
+        self.approvals.cancel_all()
+        self.browser.cancel_all(CANCELLED_RESULT)
+        self._browser_calls.clear()
+
+    async def _interrupt(self) -> None:
+        response = self._response
+        if response is None:
+            return
+        logger.info("live interrupt chat=%s", self.chat_id)
+        self._discard_until_turn_end = True
+        await self._end_response(reason="other")
+
+    async def _on_audio(self, frame: dict[str, Any]) -> None:
+        try:
+            data = base64.b64decode(str(frame.get("chunk", "")), validate=True)
+            rate = int(frame.get("sampleRate") or 16000)
+        except (binascii.Error, ValueError):
+            await self._control_error("audio_chunk needs base64 PCM16 in `chunk`")
+            return
+        await self._ensure_running()
+        self._queue.send_realtime(types.Blob(mime_type=f"audio/pcm;rate={rate}", data=data))
+
+    async def _on_audio_control(self, frame: dict[str, Any]) -> None:
+        action = frame.get("action")
+        await self._ensure_running()
+        if action == "start":
+            self._queue.send_activity_start()
+        elif action == "stop":
+            self._queue.send_activity_end()
+        else:
+            await self._control_error("audio_control action must be 'start' or 'stop'")
+
+    async def _on_tool_result(self, frame: dict[str, Any]) -> None:
+        """The predecessor's envelope for a browser tool's output."""
+        call_id = frame.get("toolCallId")
+        result = frame.get("result")
+        if not isinstance(call_id, str) or call_id not in self._browser_calls:
+            await self._control_error(
+                f"tool_result for {call_id!r} answers no waiting browser call"
+            )
+            return
+        self._deliver(call_id, result if isinstance(result, dict) else {"result": result})
+
+    # -- the live run -------------------------------------------------------------------------
+
+    async def _ensure_running(self) -> None:
+        """Start the live run on first use: the session exists and holds the history by then,
+        and the live model receives that history when it connects."""
+        if self._run_task is None:
+            await self._bridge.sessions.open(self.user_id, self.chat_id)
+            self._run_task = self._bridge.spawn(self._run(), name=f"live:{self.chat_id}")
+
+    async def _run(self) -> None:
+        run_config = self._bridge.live_run_config()
+        try:
+            async for event in self._bridge.live_runner.run_live(
+                user_id=self.user_id,
+                session_id=self.chat_id,
+                live_request_queue=self._queue,
+                run_config=run_config,
+            ):
+                await self._on_event(event)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            await self._fail(exc)
+
+    async def _fail(self, exc: Exception) -> None:
+        response = self._response
+        if response is not None:
+            self._response = None
+            await self._send_chunks(response.converter.fail(exc))
+            await self._send_text(DONE)
+        else:
+            logger.exception("live run failed chat=%s", self.chat_id)
+        await self._ws.close(CLOSE_INTERNAL, "the live run failed")
+
+    async def _on_event(self, event: Event) -> None:
+        self._turn_open = not event.turn_complete
+        if self._discard_until_turn_end:
+            # An interrupted turn still ends with turn_complete (after `interrupted`).
+            if event.turn_complete:
+                self._discard_until_turn_end = False
+            return
+        response = self._response
+        if response is None:
+            self._backlog.append(event)
+            return
+        self._track_calls(event, response)
+        await self._send_chunks(response.converter.convert(event))
+        if event.turn_complete:
+            await self._end_response()
+        elif event.interrupted:
+            self._discard_until_turn_end = not event.turn_complete
+            await self._end_response(reason="other")
+        else:
+            await self._end_if_paused()
+
+    def _track_calls(self, event: Event, response: LiveResponse) -> None:
+        if event.partial:
+            return
+        long_running = set(event.long_running_tool_ids or ())
+        for call in event.get_function_calls():
+            if not call.id:
+                continue
+            self._calls[call.id] = (call.name or "", dict(call.args or {}))
+            response.calls.add(call.id)
+            if call.id in long_running:
+                self._browser_calls.add(call.id)
+        for result in event.get_function_responses():
+            if result.id:
+                response.settled.add(result.id)
+
+    async def _end_if_paused(self) -> None:
+        """End the response when its turn waits only for the client."""
+        response = self._response
+        if response is None or not response.converter.awaiting_client:
+            return
+        pending = self.approvals.pending()
+        if any(p.approval_id not in response.announced for p in pending):
+            return  # an approval request is about to be sent in this response
+        waiting = {p.call_id for p in pending} | self.browser.waiting()
+        if response.calls - response.settled - waiting:
+            return  # a tool of this step has not run yet: its result or request belongs here
+        await self._end_response()
+
+    async def _end_response(self, reason: str | None = None) -> None:
+        response = self._response
+        if response is None:
+            return
+        self._response = None
+        await self._send_chunks(response.converter.finish(reason))  # type: ignore[arg-type]
+        await self._send_text(DONE)
+
+    # called by the approval plugin (same event loop) --------------------------------------------
+
+    def _on_approval_requested(self, pending: PendingApproval) -> None:
+        self._bridge.spawn(self._announce_approval(pending), name=f"live-approval:{self.chat_id}")
+
+    async def _announce_approval(self, pending: PendingApproval) -> None:
+        # The tool part must be in the message before its approval request.
+        for _ in range(200):
+            if pending.call_id in self._calls or self._response is None:
+                break
+            await asyncio.sleep(0.01)
+        response = self._response
+        if response is None:
+            logger.info("approval %s requested with no open response", pending.approval_id)
+            return
+        await self._send_chunks(
+            response.converter.approval_request(pending.approval_id, pending.call_id)
+        )
+        response.announced.add(pending.approval_id)
+        await self._end_if_paused()
+
+    def _on_browser_wait(self, call_id: str) -> None:
+        self._bridge.spawn(self._browser_waits(call_id), name=f"live-browser:{self.chat_id}")
+
+    async def _browser_waits(self, call_id: str) -> None:
+        response = self._response
+        if response is None:
+            return
+        if call_id in self._approved_browser_calls:
+            # Approved without its result: hand the call back so the browser runs it now
+            # (docs/adr/0011).
+            self._approved_browser_calls.discard(call_id)
+            name, args = self._calls[call_id]
+            await self._send_chunks(response.converter.rearm(call_id, name, args))
+        await self._end_if_paused()
+
+    # -- sending ------------------------------------------------------------------------------
+
+    def _open_response(self, message_id: str, denied: set[str] | None = None) -> None:
+        converter = StreamProtocolConverter(
+            message_id=message_id,
+            error_detail=self._settings.error_detail,
+            denied_tool_call_ids=denied or (),
+        )
+        self._response = LiveResponse(converter)
+
+    def _converter(self) -> StreamProtocolConverter:
+        assert self._response is not None
+        return self._response.converter
+
+    async def _send_chunks(self, chunks: list[BaseChunk]) -> None:
+        for chunk in chunks:
+            await self._send_text(format_event(chunk))
+
+    async def _send_text(self, text: str) -> None:
+        async with self._send_lock:
+            try:
+                await self._ws.send_text(text)
+            except (WebSocketDisconnect, RuntimeError):
+                logger.debug("live send after disconnect chat=%s", self.chat_id)
+
+    async def _send_json(self, payload: dict[str, Any]) -> None:
+        await self._send_text(json.dumps(payload))
+
+    async def _control_error(self, message: str) -> None:
+        logger.info("live frame refused chat=%s reason=%s", self.chat_id, message)
+        await self._send_json({"type": "error", "message": message})
+
+
+def _is_voice_turn(message: UIMessage) -> bool:
+    """A user message with nothing to say in text: the words come as audio frames."""
+    return bool(message.parts) and all(
+        isinstance(p, DataUIPart | StepStartUIPart) for p in message.parts
+    )
+
+
+def _browser_result(part: Any) -> dict[str, Any]:
+    if part.state == "output-error":
+        return {"error": part.error_text or "The tool failed in the browser."}
+    if isinstance(part.output, dict):
+        return dict(part.output)
+    return {"result": part.output}

@@ -1,0 +1,281 @@
+"""WS /live against the real server: real run_live, offline live model, SQLite store.
+
+Every response is checked like a /stream response (protocol invariants, strict 6.0.25 chunk
+fields); control frames are plain JSON."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from websockets.exceptions import ConnectionClosed
+
+from tests.support import (
+    LiveServer,
+    LiveSocket,
+    StreamResult,
+    answer_approvals,
+    assert_valid_stream,
+    assistant_message,
+    chat_body,
+    post_stream,
+    run_server,
+    stored_state,
+    user_message,
+)
+
+WALLET = "demo:wallet_balance"
+
+
+def new_chat() -> str:
+    return f"live-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def socket(server: LiveServer) -> Iterator[LiveSocket]:
+    live = LiveSocket(server, new_chat())
+    yield live
+    live.close()
+
+
+class LiveChat:
+    """A conversation on one socket, holding the messages as the client would."""
+
+    def __init__(self, live: LiveSocket) -> None:
+        self.live = live
+        self.messages: list[dict[str, Any]] = []
+        self.responses: list[StreamResult] = []
+
+    def say(self, text: str) -> StreamResult:
+        self.messages.append(user_message(text, f"u-{uuid.uuid4().hex[:8]}"))
+        self.responses = []
+        return self._record(self.live.message(*self.messages))
+
+    def answer(self, *decisions: bool, output: dict[str, Any] | None = None) -> StreamResult:
+        message = answer_approvals(assistant_message(*self.responses), *decisions)
+        if output is not None:
+            message["parts"][-1].update(state="output-available", output=output)
+        self.messages[-1] = message
+        return self._record(self.live.message(*self.messages, messageId=message["id"]))
+
+    def _record(self, result: StreamResult, errors_expected: bool = False) -> StreamResult:
+        assert_valid_stream(result)
+        if not errors_expected:
+            assert not result.of_type("error"), result.of_type("error")
+        self.responses.append(result)
+        message = assistant_message(*self.responses)
+        if self.messages[-1]["role"] == "assistant":
+            self.messages[-1] = message
+        else:
+            self.messages.append(message)
+        return result
+
+
+def test_connecting_without_a_chat_id_is_refused(server: LiveServer) -> None:
+    from websockets.sync.client import connect
+
+    with (
+        connect(server.base_url.replace("http", "ws") + "/live") as ws,
+        pytest.raises(ConnectionClosed) as closed,
+    ):
+        ws.recv(timeout=5)
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 4400
+
+
+def test_a_second_socket_on_the_same_chat_is_refused(server: LiveServer) -> None:
+    first = LiveSocket(server, new_chat())
+    try:
+        second = LiveSocket(server, first.chat_id)
+        with pytest.raises(ConnectionClosed) as closed:
+            second.ws.recv(timeout=5)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 4409
+    finally:
+        first.close()
+
+
+def test_ping_and_bad_frames_get_control_replies(socket: LiveSocket) -> None:
+    socket.send({"type": "ping", "timestamp": 123})
+    assert socket.control() == {"type": "pong", "timestamp": 123}
+    socket.ws.send("{not json")
+    assert "not valid JSON" in socket.control()["message"]
+    socket.send({"type": "telepathy"})
+    assert "unknown frame type" in socket.control()["message"]
+    # The socket still works.
+    result = socket.message(user_message("hello", "u1"))
+    assert result.types()[-1] == "finish"
+
+
+def test_text_turns_on_one_socket(socket: LiveSocket) -> None:
+    chat = LiveChat(socket)
+    first = chat.say("Hello there")
+    second = chat.say("And hello again")
+    assert first.chunks[0]["messageId"] != second.chunks[0]["messageId"]
+    assert 'You said: "Hello there"' in first.text()
+    assert 'You said: "And hello again"' in second.text()
+    assert "Hello there" not in second.text(), "nothing leaks from the first turn"
+    assert len(first.of_type("text-delta")) >= 3
+    assert first.of_type("finish")[0]["finishReason"] == "stop"
+
+
+def test_server_tool(socket: LiveSocket) -> None:
+    result = LiveChat(socket).say("What's the weather in Tokyo?")
+    (call,) = result.of_type("tool-input-available")
+    assert call["toolName"] == "get_weather"
+    assert result.of_type("tool-output-available")[0]["output"]["temperature"] == 18
+    assert "18°C" in result.text()
+
+
+def test_approval_round_trip(server: LiveServer, socket: LiveSocket) -> None:
+    chat = LiveChat(socket)
+    first = chat.say("Send 50 dollars to Hanako")
+    # The step boundary wraps the whole tool call and its approval request.
+    assert first.types() == [
+        "start", "start-step", "tool-input-start", "tool-input-available",
+        "tool-approval-request", "finish-step", "finish",
+    ]  # fmt: skip
+    assert first.of_type("finish")[0]["finishReason"] == "tool-calls"
+    second = chat.answer(True)
+    assert second.chunks[0] == {"type": "start", "messageId": first.chunks[0]["messageId"]}
+    assert second.types()[1] == "tool-output-available"
+    assert "Sent 50 USD to Hanako" in second.text()
+    assert stored_state(server, socket.chat_id)[WALLET] == 950
+
+
+def test_denied_approval(server: LiveServer, socket: LiveSocket) -> None:
+    chat = LiveChat(socket)
+    first = chat.say("Send 50 dollars to Hanako")
+    (call,) = first.of_type("tool-input-available")
+    second = chat.answer(False)
+    assert {"type": "tool-output-denied", "toolCallId": call["toolCallId"]} in second.chunks
+    assert "not done" in second.text()
+    assert stored_state(server, socket.chat_id).get(WALLET, 1000) == 1000
+
+
+def test_unknown_approval_is_refused(socket: LiveSocket) -> None:
+    chat = LiveChat(socket)
+    chat.say("Send 50 dollars to Hanako")
+    message = answer_approvals(assistant_message(*chat.responses), True)
+    message["parts"][-1]["approval"]["id"] = "apr_forged"
+    chat.messages[-1] = message
+    refused = socket.message(*chat.messages, messageId=message["id"])
+    (error,) = refused.of_type("error") if refused.chunks else [None]
+    assert error is not None and "apr_forged" in error["errorText"]
+
+
+def test_two_parallel_approvals(server: LiveServer, socket: LiveSocket) -> None:
+    chat = LiveChat(socket)
+    first = chat.say("Pay Alice 10 and Bob 20")
+    assert len(first.of_type("tool-approval-request")) == 2
+    second = chat.answer(True, False)
+    kinds = [c["type"] for c in second.chunks if c["type"].startswith("tool-output")]
+    assert sorted(kinds) == ["tool-output-available", "tool-output-denied"]
+    assert stored_state(server, socket.chat_id)[WALLET] == 990
+
+
+def test_browser_tool(socket: LiveSocket) -> None:
+    chat = LiveChat(socket)
+    first = chat.say("Play music, track 2")
+    assert first.of_type("finish")[0]["finishReason"] == "tool-calls"
+    message = assistant_message(*chat.responses)
+    message["parts"][-1].update(state="output-available", output={"success": True, "track": 2})
+    chat.messages[-1] = message
+    second = chat._record(socket.message(*chat.messages, messageId=message["id"]))
+    assert "Now playing BGM track 2" in second.text()
+
+
+def test_location_approval_then_browser(socket: LiveSocket) -> None:
+    chat = LiveChat(socket)
+    chat.say("Where am I?")
+    rearm = chat.answer(True)
+    assert rearm.types() == ["start", "tool-input-available", "finish"]
+    message = assistant_message(*chat.responses)
+    part = message["parts"][-1]
+    part.update(state="output-available", output={"latitude": 1.5, "longitude": 2.5})
+    part["approval"] = {
+        "id": chat.responses[0].of_type("tool-approval-request")[0]["approvalId"],
+        "approved": True,
+    }
+    chat.messages[-1] = message
+    answer = chat._record(socket.message(*chat.messages, messageId=message["id"]))
+    assert "latitude 1.5, longitude 2.5" in answer.text()
+
+
+def test_a_message_while_a_response_streams_is_refused_not_interleaved(socket: LiveSocket) -> None:
+    body = chat_body(socket.chat_id, user_message("Hello there", "u1"))
+    socket.send({"type": "message", **body})
+    socket.send({"type": "message", **chat_body(socket.chat_id, user_message("again", "u2"))})
+    result = socket.response()
+    assert_valid_stream(result)
+    assert 'You said: "Hello there"' in result.text()
+    assert "still streaming" in socket.control()["message"]
+
+
+def test_interrupt_ends_the_turn_and_the_socket_stays_usable(socket: LiveSocket) -> None:
+    socket.send({"type": "message", **chat_body(socket.chat_id, user_message("Hello there", "u1"))})
+    socket.send({"type": "interrupt", "reason": "user_abort"})
+    cut = socket.response()
+    assert_valid_stream(cut)
+    after = socket.message(
+        user_message("Hello there", "u1"),
+        {"id": cut.chunks[0]["messageId"], "role": "assistant", "parts": []},
+        user_message("still there?", "u2"),
+    )
+    assert 'You said: "still there?"' in after.text()
+
+
+def test_disconnect_during_a_pending_approval_runs_nothing(server: LiveServer) -> None:
+    live = LiveSocket(server, new_chat())
+    LiveChat(live).say("Send 50 dollars to Hanako")
+    live.close()
+    time.sleep(1)
+    assert stored_state(server, live.chat_id).get(WALLET, 1000) == 1000
+    again = LiveSocket(server, live.chat_id)  # the chat is free again
+    try:
+        result = again.message(user_message("hello", "u9"))
+        assert result.types()[-1] == "finish"
+    finally:
+        again.close()
+
+
+def test_a_chat_started_on_stream_continues_on_live(server: LiveServer) -> None:
+    chat_id = new_chat()
+    first = post_stream(
+        server.base_url, chat_body(chat_id, user_message("Hello from stream", "u1"))
+    )
+    live = LiveSocket(server, chat_id)
+    try:
+        assistant = {"id": first.chunks[0]["messageId"], "role": "assistant", "parts": []}
+        result = live.message(
+            user_message("Hello from stream", "u1"),
+            assistant,
+            user_message("What did I say first?", "u2"),
+        )
+        assert 'Your first message was: "Hello from stream"' in result.text()
+    finally:
+        live.close()
+
+
+@pytest.fixture(scope="module")
+def quick_timeout_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    env = {"ADK_STREAM_APPROVAL_TIMEOUT_SECONDS": "0.5"}
+    with run_server(tmp_path_factory.mktemp("timeout"), env) as live:
+        yield live
+
+
+def test_approval_timeout_is_a_tool_error(quick_timeout_server: LiveServer) -> None:
+    live = LiveSocket(quick_timeout_server, new_chat())
+    try:
+        chat = LiveChat(live)
+        first = chat.say("Send 50 dollars to Hanako")
+        (call,) = first.of_type("tool-input-available")
+        time.sleep(1.5)
+        late = chat.answer(True)
+        (error,) = late.of_type("tool-output-error")
+        assert error["toolCallId"] == call["toolCallId"]
+        assert "timed out" in error["errorText"]
+        assert stored_state(quick_timeout_server, live.chat_id).get(WALLET, 1000) == 1000
+    finally:
+        live.close()
