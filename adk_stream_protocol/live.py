@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from adk_stream_protocol.approvals import ApprovalQueue, BrowserCalls, PendingApproval
 from adk_stream_protocol.chunks import BaseChunk, ErrorChunk
-from adk_stream_protocol.converter import StreamProtocolConverter
+from adk_stream_protocol.converter import StreamProtocolConverter, only_what_pauses
 from adk_stream_protocol.errors import RequestError
 from adk_stream_protocol.identity import current_user
 from adk_stream_protocol.inputs import user_content
@@ -77,8 +77,11 @@ async def live(websocket: WebSocket, user_id: Annotated[str, Depends(current_use
 class LiveResponse:
     """One response on the socket: its converter and what it is still waiting for."""
 
-    def __init__(self, converter: StreamProtocolConverter) -> None:
+    def __init__(self, converter: StreamProtocolConverter, *, defer: bool) -> None:
         self.converter = converter
+        # Collect instead of send, to hold back what the seed rule defers (docs/adr/0010).
+        self.defer = defer
+        self.buffer: list[BaseChunk] = []
         self.calls: set[str] = set()  # the tool calls of this response
         self.settled: set[str] = (
             set()
@@ -111,6 +114,8 @@ class LiveConnection:
         self._response: LiveResponse | None = None
         # Events that arrived while no response was open, for the next continuation.
         self._backlog: list[Event] = []
+        # Text and results held back by paused continuations, for the turn's final response.
+        self._held: list[BaseChunk] = []
         # Live state of this connection's current turn.
         self._calls: dict[str, tuple[str, dict[str, Any]]] = {}  # call id -> (name, args)
         self._browser_calls: set[str] = set()  # waiting for the browser's result
@@ -226,8 +231,9 @@ class LiveConnection:
         self._abandon_pending_calls()
         self._sent_user_messages.add(last.id)
         self._backlog.clear()  # leftovers of an earlier message cannot go into a new one
+        self._held.clear()
         self._open_response(new_message_id())
-        await self._send_chunks(self._converter().start())
+        await self._emit(self._converter().start())
         if content is not None:
             self._queue.send_content(content)
         logger.info("live turn chat=%s voice=%s", self.chat_id, content is None)
@@ -260,8 +266,8 @@ class LiveConnection:
                 raise RequestError(409, f"tool output for {part.tool_call_id!r} answers no call")
         if not decisions and not outputs and not self._backlog:
             raise RequestError(409, "this message answers no pending approval or tool call")
-        self._open_response(last.id, denied)
-        await self._send_chunks(self._converter().start())
+        self._open_response(last.id, denied, continuation=True)
+        await self._emit(self._converter().start())
         backlog, self._backlog = self._backlog, []
         for event in backlog:
             await self._on_event(event)
@@ -350,7 +356,7 @@ class LiveConnection:
         response = self._response
         if response is not None:
             self._response = None
-            await self._send_chunks(response.converter.fail(exc))
+            await self._send_chunks([*response.buffer, *response.converter.fail(exc)])
             await self._send_text(DONE)
         else:
             logger.exception("live run failed chat=%s", self.chat_id)
@@ -368,7 +374,7 @@ class LiveConnection:
             self._backlog.append(event)
             return
         self._track_calls(event, response)
-        await self._send_chunks(response.converter.convert(event))
+        await self._emit(response.converter.convert(event))
         if event.turn_complete:
             await self._end_response()
         elif event.interrupted:
@@ -409,8 +415,19 @@ class LiveConnection:
         response = self._response
         if response is None:
             return
+        await self._emit(response.converter.finish(reason))  # type: ignore[arg-type]
         self._response = None
-        await self._send_chunks(response.converter.finish(reason))  # type: ignore[arg-type]
+        if response.defer:
+            converter = response.converter
+            if converter.awaiting_client and not converter.errored:
+                kept = only_what_pauses(response.buffer)
+                kept_ids = {id(c) for c in kept}
+                self._held.extend(c for c in response.buffer if id(c) not in kept_ids)
+                await self._send_chunks(kept)
+            else:  # the final response delivers what earlier ones held back, first
+                start, *rest = response.buffer
+                held, self._held = self._held, []
+                await self._send_chunks([start, *held, *rest])
         await self._send_text(DONE)
 
     # called by the approval plugin (same event loop) --------------------------------------------
@@ -428,9 +445,7 @@ class LiveConnection:
         if response is None:
             logger.info("approval %s requested with no open response", pending.approval_id)
             return
-        await self._send_chunks(
-            response.converter.approval_request(pending.approval_id, pending.call_id)
-        )
+        await self._emit(response.converter.approval_request(pending.approval_id, pending.call_id))
         response.announced.add(pending.approval_id)
         await self._end_if_paused()
 
@@ -446,22 +461,33 @@ class LiveConnection:
             # (docs/adr/0011).
             self._approved_browser_calls.discard(call_id)
             name, args = self._calls[call_id]
-            await self._send_chunks(response.converter.rearm(call_id, name, args))
+            await self._emit(response.converter.rearm(call_id, name, args))
         await self._end_if_paused()
 
     # -- sending ------------------------------------------------------------------------------
 
-    def _open_response(self, message_id: str, denied: set[str] | None = None) -> None:
+    def _open_response(
+        self, message_id: str, denied: set[str] | None = None, *, continuation: bool = False
+    ) -> None:
         converter = StreamProtocolConverter(
             message_id=message_id,
             error_detail=self._settings.error_detail,
             denied_tool_call_ids=denied or (),
         )
-        self._response = LiveResponse(converter)
+        defer = continuation and not self._settings.stream_intermediate_results
+        self._response = LiveResponse(converter, defer=defer)
 
     def _converter(self) -> StreamProtocolConverter:
         assert self._response is not None
         return self._response.converter
+
+    async def _emit(self, chunks: list[BaseChunk]) -> None:
+        """Chunks of the open response: sent now, or collected by a deferring response."""
+        response = self._response
+        if response is not None and response.defer:
+            response.buffer.extend(chunks)
+        else:
+            await self._send_chunks(chunks)
 
     async def _send_chunks(self, chunks: list[BaseChunk]) -> None:
         for chunk in chunks:

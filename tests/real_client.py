@@ -88,10 +88,23 @@ def chunk_types(request_report: dict[str, Any]) -> list[str]:
 
 
 def drive(
-    server: LiveServer, client: str, steps: list[dict[str, Any]], **options: Any
+    server: LiveServer,
+    client: str,
+    steps: list[dict[str, Any]],
+    *,
+    live: bool = False,
+    **options: Any,
 ) -> dict[str, Any]:
+    """Run one job through the real client: over POST /stream, or with ``live`` over WS /live
+    through the shipped WebSocket transport. Every response must be well formed."""
+    api = (
+        server.base_url.replace("http://", "ws://") + "/live"
+        if live
+        else f"{server.base_url}/stream"
+    )
     job = {
-        "api": f"{server.base_url}/stream",
+        "api": api,
+        "transport": "ws" if live else "http",
         "client": client,
         "chatId": f"rc-{uuid.uuid4().hex[:12]}",
         "steps": steps,
@@ -101,8 +114,13 @@ def drive(
     assert not report["timeout"], report
     assert not report["loop"], "the client kept resubmitting"
     for request in report["requests"]:
-        assert request["status"] == 200, request
-        assert request["endsWithDone"] and request["endsWithBlankLine"]
+        if live:
+            assert not request["refused"], request
+            assert request["frameProblems"] == [], request["frameProblems"]
+            assert request["endsWithDone"] or request["stopped"], request
+        else:
+            assert request["status"] == 200, request
+            assert request["endsWithDone"] and request["endsWithBlankLine"]
         assert request["strictViolations"] == [], request["strictViolations"]
         assert request["latestViolations"] == [], request["latestViolations"]
     return report

@@ -279,3 +279,19 @@ def test_approval_timeout_is_a_tool_error(quick_timeout_server: LiveServer) -> N
         assert stored_state(quick_timeout_server, live.chat_id).get(WALLET, 1000) == 1000
     finally:
         live.close()
+
+
+def test_sequential_approvals_hold_back_text_until_the_final_response(
+    server: LiveServer, socket: LiveSocket
+) -> None:
+    chat = LiveChat(socket)
+    first = chat.say("Pay Alice 10, then pay Bob 20")
+    (alice,) = first.of_type("tool-input-available")
+    middle = chat.answer(True)
+    assert not middle.of_type("text-delta") and not middle.of_type("tool-output-available")
+    assert middle.of_type("tool-input-available")[0]["input"]["recipient"] == "Bob"
+    final = chat.answer(True)
+    outputs = [c["toolCallId"] for c in final.of_type("tool-output-available")]
+    assert outputs[0] == alice["toolCallId"] and len(outputs) == 2
+    assert final.text().index("Now paying Bob") < final.text().index("Wallet balance: 970")
+    assert stored_state(server, socket.chat_id)[WALLET] == 970
