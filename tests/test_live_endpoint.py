@@ -48,6 +48,7 @@ class LiveChat:
         self.live = live
         self.messages: list[dict[str, Any]] = []
         self.responses: list[StreamResult] = []
+        self.decisions: dict[str, dict[str, Any]] = {}  # approvals given, by call
 
     def say(self, text: str) -> StreamResult:
         self.messages.append(user_message(text, f"u-{uuid.uuid4().hex[:8]}"))
@@ -55,18 +56,32 @@ class LiveChat:
         return self._record(self.live.message(*self.messages))
 
     def answer(self, *decisions: bool, output: dict[str, Any] | None = None) -> StreamResult:
-        message = answer_approvals(assistant_message(*self.responses), *decisions)
+        message = self.assistant()
+        answer_approvals(message, *decisions)
+        for part in message["parts"]:
+            if "approved" in part.get("approval", {}):
+                self.decisions[part["toolCallId"]] = part["approval"]
         if output is not None:
             message["parts"][-1].update(state="output-available", output=output)
         self.messages[-1] = message
         return self._record(self.live.message(*self.messages, messageId=message["id"]))
+
+    def assistant(self) -> dict[str, Any]:
+        """The assistant message as the client holds it: built from the responses, with the
+        approvals the user gave."""
+        message = assistant_message(*self.responses)
+        for part in message["parts"]:
+            decision = self.decisions.get(part.get("toolCallId", ""))
+            if decision is not None and part.get("state") == "approval-requested":
+                part.update(state="approval-responded", approval=decision)
+        return message
 
     def _record(self, result: StreamResult, errors_expected: bool = False) -> StreamResult:
         assert_valid_stream(result)
         if not errors_expected:
             assert not result.of_type("error"), result.of_type("error")
         self.responses.append(result)
-        message = assistant_message(*self.responses)
+        message = self.assistant()
         if self.messages[-1]["role"] == "assistant":
             self.messages[-1] = message
         else:
@@ -295,3 +310,26 @@ def test_sequential_approvals_hold_back_text_until_the_final_response(
     assert outputs[0] == alice["toolCallId"] and len(outputs) == 2
     assert final.text().index("Now paying Bob") < final.text().index("Wallet balance: 970")
     assert stored_state(server, socket.chat_id)[WALLET] == 970
+
+
+def test_a_message_with_nothing_to_say_is_refused_clearly(socket: LiveSocket) -> None:
+    empty = socket.message({"id": "u1", "role": "user", "parts": [{"type": "text", "text": ""}]})
+    assert [c["type"] for c in empty.chunks] == ["error"]
+    assert "has no text or file" in empty.chunks[0]["errorText"]
+    assert LiveChat(socket).say("hello").of_type("finish")  # the socket still serves
+
+
+@pytest.fixture(scope="module")
+def small_frame_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    with run_server(
+        tmp_path_factory.mktemp("frames"), {"ADK_STREAM_MAX_FRAME_BYTES": "2000"}
+    ) as live:
+        yield live
+
+
+def test_an_oversized_frame_closes_the_socket_with_1009(small_frame_server: LiveServer) -> None:
+    live = LiveSocket(small_frame_server, new_chat())
+    live.send({"type": "message", **chat_body(live.chat_id, user_message("x" * 5000, "u1"))})
+    with pytest.raises(ConnectionClosed) as closed:
+        live.ws.recv(timeout=5)
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
