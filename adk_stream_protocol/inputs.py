@@ -10,11 +10,13 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from typing import Any
 
 from google.genai import types
 
 from adk_stream_protocol.errors import RequestError
 from adk_stream_protocol.ui_messages import (
+    AnyToolUIPart,
     DataUIPart,
     FileUIPart,
     ReasoningUIPart,
@@ -87,3 +89,13 @@ def user_content(message: UIMessage) -> types.Content:
     if not parts:
         raise RequestError(422, f"message {message.id!r} has no text or file to send")
     return types.Content(role="user", parts=parts)
+
+
+def browser_result(part: AnyToolUIPart) -> dict[str, Any]:
+    """The result a browser-executed tool returned, as ADK's function response: its output
+    (wrapped when it is not an object), or ``{"error": …}`` for ``output-error``."""
+    if part.state == "output-error":
+        return {"error": part.error_text or "The tool failed in the browser."}
+    if isinstance(part.output, dict):
+        return dict(part.output)
+    return {"result": part.output}

@@ -29,7 +29,7 @@ from adk_stream_protocol.chunks import BaseChunk, ErrorChunk
 from adk_stream_protocol.converter import StreamProtocolConverter, only_what_pauses
 from adk_stream_protocol.errors import RequestError
 from adk_stream_protocol.identity import current_user
-from adk_stream_protocol.inputs import user_content
+from adk_stream_protocol.inputs import browser_result, user_content
 from adk_stream_protocol.sessions import ChatLease
 from adk_stream_protocol.sse import DONE, format_event
 from adk_stream_protocol.stream import readable_validation_error
@@ -261,7 +261,7 @@ class LiveConnection:
                     elif part.tool_call_id in self._browser_calls and not has_output:
                         rearm.append(part.tool_call_id)
             if has_output and part.tool_call_id in self._browser_calls:
-                outputs[part.tool_call_id] = _browser_result(part)
+                outputs[part.tool_call_id] = browser_result(part)
             elif has_output and part.tool_call_id not in self._calls:
                 raise RequestError(409, f"tool output for {part.tool_call_id!r} answers no call")
         if not decisions and not outputs and not self._backlog:
@@ -513,11 +513,3 @@ def _is_voice_turn(message: UIMessage) -> bool:
     return bool(message.parts) and all(
         isinstance(p, DataUIPart | StepStartUIPart) for p in message.parts
     )
-
-
-def _browser_result(part: Any) -> dict[str, Any]:
-    if part.state == "output-error":
-        return {"error": part.error_text or "The tool failed in the browser."}
-    if isinstance(part.output, dict):
-        return dict(part.output)
-    return {"result": part.output}

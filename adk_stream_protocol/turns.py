@@ -29,7 +29,7 @@ from adk_stream_protocol.history import (
     live_events,
     turn_calls,
 )
-from adk_stream_protocol.inputs import user_content
+from adk_stream_protocol.inputs import browser_result, user_content
 from adk_stream_protocol.ui_messages import AnyToolUIPart, ChatRequest, UIMessage
 
 # What the model is told about a browser call the user abandoned by typing something new.
@@ -262,13 +262,8 @@ def _confirmation_response(confirmation: Confirmation, *, approved: bool) -> typ
 
 
 def _browser_result(part: AnyToolUIPart, calls: TurnCalls) -> types.Part:
-    if part.state == "output-error":
-        response: dict[str, Any] = {"error": part.error_text or "The tool failed in the browser."}
-    elif isinstance(part.output, dict):
-        response = part.output
-    else:
-        response = {"result": part.output}
-    return _response_part(calls.calls[part.tool_call_id], part.tool_call_id, response)
+    call_id = part.tool_call_id
+    return _response_part(calls.calls[call_id], call_id, browser_result(part))
 
 
 def _response_part(name: str, call_id: str, response: dict[str, Any]) -> types.Part:
