@@ -37,6 +37,7 @@
 //      toolName?, toolCallId?, output? | errorText? (run the tool as approved)}
 //     {action:"toolOutput", toolName?, toolCallId?, output? | errorText?}
 //     {action:"stop", afterChunks}   arms a stop for the NEXT response
+//     {action:"wait", ms}            the user takes their time
 //     {action:"interrupt", afterChunks?}   the same (default 1 chunk). Over
 //      "ws" the frames after the cut are held back until the chat has
 //      stopped, then handed to the transport, which sends an `interrupt`
@@ -73,7 +74,7 @@ const STOP_QUIET_MS = 100;
 const CLIENT_PACKAGES = { latest: 'ai', '6.0.326': 'ai', '6.0.25': 'ai-6.0.25' };
 const AUTO_SEND_MODES = new Set(['none', 'approvals', 'tool-calls', 'both', 'seed']);
 const ACTIONS = new Set([
-  'send', 'regenerate', 'approve', 'toolOutput', 'stop', 'interrupt', 'audio',
+  'send', 'regenerate', 'approve', 'toolOutput', 'stop', 'interrupt', 'audio', 'wait',
 ]);
 const TRANSPORTS = new Set(['http', 'ws']);
 // Where the checker finds the shipped WebSocket transport (built by `npm ci`
@@ -796,6 +797,10 @@ async function runStep(ctx, step) {
         toolOutputArgs(ai.getToolName(part), part.toolCallId, step),
       );
     }
+    case 'wait':
+      // The user takes their time (e.g. longer than the server's approval timeout).
+      await sleep(step.ms ?? 1000);
+      return;
     case 'stop':
     case 'interrupt':
       // Steps run one at a time, so a stop arms the NEXT response: it is cut

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -220,3 +221,44 @@ def test_seed_rules_client(server: LiveServer, client: str) -> None:
     assert "Wallet balance: 970" in text_of(payments)
     assert states(location) == [("get_location", "output-available")]
     assert "You are at latitude 35.6762" in text_of(location)
+
+
+@pytest.fixture(scope="module")
+def quick_timeout_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    env = {"ADK_STREAM_APPROVAL_TIMEOUT_SECONDS": "0.5"}
+    with run_server(tmp_path_factory.mktemp("live-timeout"), env) as live:
+        yield live
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_approval_timeout(quick_timeout_server: LiveServer, client: str) -> None:
+    report = drive(
+        quick_timeout_server,
+        client,
+        [
+            {"action": "send", "text": "Send 50 dollars to Hanako"},
+            {"action": "wait", "ms": 1500},
+            {"action": "approve", "approved": True},
+        ],
+        live=True,
+        sendAutomaticallyWhen="approvals",
+    )
+    assistant = ready(report)
+    (part,) = tool_parts(assistant)
+    assert part["state"] == "output-error"
+    assert "timed out" in part["errorText"]
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_a_chat_from_stream_continues_on_live(server: LiveServer, client: str) -> None:
+    chat_id = f"moving-{client}-{uuid.uuid4().hex[:8]}"
+    drive(server, client, [{"action": "send", "text": "Hello from stream"}], chatId=chat_id)
+    report = drive(
+        server,
+        client,
+        [{"action": "send", "text": "What did I say first?"}],
+        live=True,
+        chatId=chat_id,
+    )
+    (assistant,) = assistants(report)
+    assert 'Your first message was: "Hello from stream"' in text_of(assistant)
