@@ -14,6 +14,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
+from fastapi.staticfiles import StaticFiles
 from google.adk.agents.run_config import RunConfig
 from google.adk.apps import App
 from google.adk.events import Event
@@ -185,4 +186,7 @@ def create_app(
     async def health() -> dict[str, str]:
         return {"status": "ok"}
 
+    if settings.playground_dir is not None and (settings.playground_dir / "index.html").is_file():
+        # Mounted last, so the API routes above take precedence.
+        app.mount("/", StaticFiles(directory=settings.playground_dir, html=True), name="playground")
     return app

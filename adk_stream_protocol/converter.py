@@ -116,9 +116,13 @@ class StreamProtocolConverter:
         message_id: str | None = None,
         error_detail: bool = False,
         denied_tool_call_ids: Collection[str] = (),
+        known_tool_call_ids: Collection[str] | None = None,
         id_prefix: str | None = None,
     ) -> None:
         self.message_id = message_id
+        # With a live run, a late result of an earlier turn's call can arrive in this response;
+        # the client has no part for it and would throw. None: no such restriction.
+        self._known_calls = set(known_tool_call_ids) if known_tool_call_ids is not None else None
         self._error_detail = error_detail
         self._denied = frozenset(denied_tool_call_ids)
         self._id_prefix = id_prefix or uuid.uuid4().hex[:8]
@@ -377,6 +381,8 @@ class StreamProtocolConverter:
             return
         self._ensure_step(out)
         name = call.name or "unknown"
+        if self._known_calls is not None:
+            self._known_calls.add(call_id)
         out.append(ToolInputStartChunk(tool_call_id=call_id, tool_name=name))
         out.append(
             ToolInputAvailableChunk(
@@ -417,6 +423,9 @@ class StreamProtocolConverter:
             call_id = response.id or ""
             if call_id in placeholders or call_id in skip:
                 continue  # ADK's "needs approval" stand-in, or a result delivered before
+            if self._known_calls is not None and call_id not in self._known_calls:
+                logger.debug("result for call %s of another message dropped", call_id)
+                continue
             self._awaiting_client.discard(call_id)
             out.extend(self._close_blocks())
             if call_id in self._denied:

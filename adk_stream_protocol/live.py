@@ -56,6 +56,8 @@ CLOSE_TOO_BIG = 1009
 CLOSE_INTERNAL = 1011
 
 _ENVELOPE_KEYS = frozenset({"type", "version", "timestamp"})
+# How long a new message waits for the model to close a turn it abandons.
+_TURN_END_WAIT_SECONDS = 10.0
 
 
 @router.websocket("/live")
@@ -122,7 +124,9 @@ class LiveConnection:
         self._approved_browser_calls: set[str] = set()
         self._sent_user_messages: set[str] = set()
         self._discard_until_turn_end = False
-        self._turn_open = False  # the live model is inside a turn (turn_complete not yet seen)
+        # Set between the live model's turns (after turn_complete), clear inside one.
+        self._turn_idle = asyncio.Event()
+        self._turn_idle.set()
         self._send_lock = asyncio.Lock()
 
     # -- the socket ---------------------------------------------------------------------------
@@ -229,9 +233,19 @@ class LiveConnection:
         content = None if _is_voice_turn(last) else user_content(last)
         await self._ensure_running()
         self._abandon_pending_calls()
+        if not self._turn_idle.is_set():
+            # The model's previous turn is still open (it waited for a tool or an approval, or
+            # was interrupted): let it finish with the cancelled results first, so none of
+            # its ending lands in the new response.
+            self._discard_until_turn_end = True
+            try:
+                await asyncio.wait_for(self._turn_idle.wait(), _TURN_END_WAIT_SECONDS)
+            except TimeoutError:
+                logger.warning("live turn did not end chat=%s; continuing", self.chat_id)
         self._sent_user_messages.add(last.id)
         self._backlog.clear()  # leftovers of an earlier message cannot go into a new one
         self._held.clear()
+        self._calls.clear()
         self._open_response(new_message_id())
         await self._emit(self._converter().start())
         if content is not None:
@@ -363,7 +377,10 @@ class LiveConnection:
         await self._ws.close(CLOSE_INTERNAL, "the live run failed")
 
     async def _on_event(self, event: Event) -> None:
-        self._turn_open = not event.turn_complete
+        if event.turn_complete:
+            self._turn_idle.set()
+        else:
+            self._turn_idle.clear()
         if self._discard_until_turn_end:
             # An interrupted turn still ends with turn_complete (after `interrupted`).
             if event.turn_complete:
@@ -473,6 +490,8 @@ class LiveConnection:
             message_id=message_id,
             error_detail=self._settings.error_detail,
             denied_tool_call_ids=denied or (),
+            # A new message holds no earlier calls; a continuation holds this turn's calls.
+            known_tool_call_ids=set(self._calls) if continuation else set(),
         )
         defer = continuation and not self._settings.stream_intermediate_results
         self._response = LiveResponse(converter, defer=defer)

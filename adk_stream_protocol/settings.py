@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
@@ -36,6 +37,8 @@ class Settings(BaseSettings):
     # Show exception details in `error` chunks (development only).
     error_detail: bool = False
     cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # The built playground page, served at `/` when it exists (scripts/serve builds it).
+    playground_dir: Path | None = Path(__file__).resolve().parent.parent / "playground" / "dist"
     host: str = "127.0.0.1"
     port: int = 8000
     # Seconds between keep-alive comments while the agent is silent.

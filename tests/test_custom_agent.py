@@ -9,7 +9,6 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.real_client import CLIENTS, drive, ready, tool_parts
 from tests.support import LiveServer, chat_body, post_stream, run_server, user_message
 
 
@@ -51,44 +50,3 @@ def test_a_client_that_leaves_releases_the_chat(agent_server: LiveServer) -> Non
     assert result.status == 200
     assert time.monotonic() - started < 10
     assert "client left" in agent_server.log()
-
-
-@pytest.mark.parametrize("client", CLIENTS)
-def test_approval_depending_on_the_arguments(agent_server: LiveServer, client: str) -> None:
-    small = drive(agent_server, client, [{"action": "send", "text": "transfer 50"}])
-    assert [p["state"] for p in tool_parts(ready(small))] == ["output-available"]
-    large = drive(
-        agent_server,
-        client,
-        [{"action": "send", "text": "transfer 500"}, {"action": "approve", "approved": True}],
-        sendAutomaticallyWhen="approvals",
-    )
-    (part,) = tool_parts(ready(large))
-    assert part["state"] == "output-available"
-    assert part["output"] == {"transferred": 500.0}
-    assert len(large["requests"]) == 2
-
-
-@pytest.mark.parametrize("client", CLIENTS)
-@pytest.mark.parametrize("approved", [True, False])
-def test_confirmation_asked_from_inside_a_tool_with_a_payload(
-    agent_server: LiveServer, client: str, approved: bool
-) -> None:
-    report = drive(
-        agent_server,
-        client,
-        [
-            {"action": "send", "text": "delete notes.txt"},
-            {"action": "approve", "approved": approved},
-        ],
-        sendAutomaticallyWhen="approvals",
-    )
-    (part,) = tool_parts(ready(report))
-    if approved:
-        assert part["state"] == "output-available"
-        assert part["output"] == {
-            "deleted": "notes.txt",
-            "confirmed_payload": {"name": "notes.txt", "keep_backup": True},
-        }
-    else:
-        assert part["state"] == "output-denied"

@@ -1,0 +1,213 @@
+import { useChat } from '@ai-sdk/react';
+import { useEffect, useRef, useState, type FormEvent } from 'react';
+import { MicCapture } from './audio';
+import type { PlaygroundChat } from './chat';
+import { MessageView } from './MessageView';
+import { useStore } from './store';
+
+export function ChatView({ session }: { session: PlaygroundChat }) {
+  const { messages, status, error, sendMessage, stop, regenerate, addToolApprovalResponse } =
+    useChat({ chat: session.chat });
+  const [text, setText] = useState('');
+  const [files, setFiles] = useState<FileList | undefined>();
+  const fileInput = useRef<HTMLInputElement>(null);
+  const bottom = useRef<HTMLDivElement>(null);
+  const busy = status === 'submitted' || status === 'streaming';
+
+  useEffect(() => {
+    bottom.current?.scrollIntoView?.({ block: 'end' });
+  }, [messages]);
+
+  function submit(event: FormEvent) {
+    event.preventDefault();
+    if (busy || (!text.trim() && !files?.length)) return;
+    session.pcm.unlock(); // a click: the page may play the answer's audio later
+    void sendMessage(files?.length ? { text, files } : { text });
+    setText('');
+    setFiles(undefined);
+    if (fileInput.current) fileInput.current.value = '';
+  }
+
+  function stopAnswer() {
+    session.pcm.flush();
+    void stop();
+  }
+
+  return (
+    <>
+      <main className="messages" data-testid="messages">
+        {messages.length === 0 && (
+          <p className="hint" data-testid="empty-hint">
+            Try: “What's the weather in Tokyo?” · “Send 50 dollars to Hanako” · “Pay Alice 10
+            and Bob 20” · “Pay Alice 10, then pay Bob 20” · “Where am I?” · “Play music, track
+            2” · “Think step by step about lunch” · “fail”
+          </p>
+        )}
+        {messages.map(message => (
+          <MessageView key={message.id} message={message} onRespond={addToolApprovalResponse} />
+        ))}
+        {error && (
+          <div className="error" role="alert" data-testid="error-box">
+            <span data-testid="error-message">{error.message || 'Something went wrong.'}</span>
+            <button data-testid="retry-button" onClick={() => void regenerate()} disabled={busy}>
+              Retry
+            </button>
+          </div>
+        )}
+        <div ref={bottom} />
+      </main>
+
+      <form className="composer" onSubmit={submit}>
+        <label className="attach" title="Attach images">
+          + Image
+          <input
+            ref={fileInput}
+            type="file"
+            accept="image/*"
+            multiple
+            data-testid="attach-input"
+            onChange={event => setFiles(event.target.files ?? undefined)}
+          />
+        </label>
+        <input
+          className="text-input"
+          data-testid="message-input"
+          placeholder="Ask the agent…"
+          value={text}
+          onChange={event => setText(event.target.value)}
+          autoFocus
+        />
+        {busy ? (
+          <button type="button" className="stop" data-testid="stop-button" onClick={stopAnswer}>
+            Stop
+          </button>
+        ) : (
+          <button
+            type="submit"
+            data-testid="send-button"
+            disabled={!text.trim() && !files?.length}
+          >
+            Send
+          </button>
+        )}
+        {session.live && <MicButton session={session} busy={busy} />}
+      </form>
+      {files?.length ? (
+        <div className="attachments" data-testid="attachment-list">
+          {files.length === 1 ? '1 image' : `${files.length} images`} attached:{' '}
+          {Array.from(files)
+            .map(file => file.name)
+            .join(', ')}
+        </div>
+      ) : null}
+      <StatusLine session={session} status={status} />
+    </>
+  );
+}
+
+function StatusLine({ session, status }: { session: PlaygroundChat; status: string }) {
+  const pcm = useStore(session.pcm.stats);
+  return (
+    <div className="statusline">
+      <span>
+        status: <b data-testid="chat-status">{status}</b>
+      </span>
+      <span>
+        chat: <code data-testid="chat-id">{session.chat.id}</code>
+      </span>
+      {session.live && (
+        <span data-testid="pcm-status" data-chunks={pcm.chunks} data-audio={pcm.audio}>
+          voice audio: {pcm.chunks} chunks, {pcm.seconds.toFixed(1)} s
+          {pcm.sampleRate ? ` at ${pcm.sampleRate} Hz` : ''}
+        </span>
+      )}
+    </div>
+  );
+}
+
+type MicState = 'idle' | 'starting' | 'recording' | 'stopping';
+
+/**
+ * /live voice: open the request with a message that has no text (a data-voice
+ * part), then audio_control start, 100 ms PCM16 frames, audio_control stop.
+ */
+function MicButton({ session, busy }: { session: PlaygroundChat; busy: boolean }) {
+  const [state, setState] = useState<MicState>('idle');
+  const [problem, setProblem] = useState<string | undefined>();
+  const [frames, setFrames] = useState(0);
+  const capture = useRef<MicCapture | undefined>(undefined);
+  const sending = useRef<Promise<void>>(Promise.resolve());
+
+  useEffect(() => () => capture.current?.stop(), []);
+
+  async function start() {
+    const transport = session.live!;
+    setProblem(undefined);
+    setFrames(0);
+    setState('starting');
+    session.pcm.unlock();
+    let ready = false;
+    const held: Uint8Array[] = []; // frames captured before the request is out
+    const send = (pcm: Uint8Array) => {
+      sending.current = sending.current
+        .then(() => transport.sendAudioChunk(pcm, 16000))
+        .then(() => setFrames(n => n + 1))
+        .catch(error => setProblem(String(error?.message ?? error)));
+    };
+    try {
+      capture.current = await MicCapture.start(pcm => (ready ? send(pcm) : held.push(pcm)));
+      const sent = session.nextRequestSent();
+      void session.chat.sendMessage({ parts: [{ type: 'data-voice', data: {} }] });
+      await sent;
+      await transport.sendAudioControl('start');
+      ready = true;
+      held.splice(0).forEach(send);
+      setState('recording');
+    } catch (error) {
+      capture.current?.stop();
+      capture.current = undefined;
+      setProblem(error instanceof Error ? error.message : String(error));
+      setState('idle');
+    }
+  }
+
+  async function stopRecording() {
+    const transport = session.live!;
+    setState('stopping');
+    capture.current?.stop(); // hands over the last partial frame
+    capture.current = undefined;
+    try {
+      await sending.current;
+      await transport.sendAudioControl('stop');
+    } catch (error) {
+      setProblem(error instanceof Error ? error.message : String(error));
+    }
+    setState('idle');
+  }
+
+  const recording = state === 'recording';
+  return (
+    <>
+      <button
+        type="button"
+        className={`mic ${recording ? 'on' : ''}`}
+        data-testid="mic-button"
+        data-recording={String(recording)}
+        disabled={state === 'starting' || state === 'stopping' || (busy && !recording)}
+        onClick={() => void (recording ? stopRecording() : start())}
+        title="Talk to the agent (/live)"
+      >
+        {recording ? 'Stop talking' : 'Talk'}
+      </button>
+      <span className="mic-status" data-testid="mic-status" data-frames={frames}>
+        {problem
+          ? `mic error: ${problem}`
+          : state === 'recording'
+            ? `recording (${frames} frames sent)`
+            : state === 'idle' && frames > 0
+              ? `sent ${frames} frames`
+              : state}
+      </span>
+    </>
+  );
+}

@@ -1,0 +1,214 @@
+import { getToolName, isToolUIPart, type DynamicToolUIPart, type ToolUIPart } from 'ai';
+import { BROWSER_TOOLS } from './chat';
+import type { PlaygroundMessage } from './types';
+
+type Part = PlaygroundMessage['parts'][number];
+type ToolPart = ToolUIPart | DynamicToolUIPart;
+type Respond = (response: { id: string; approved: boolean }) => void;
+
+/** JSON on one line when it is short, else indented. */
+function json(value: unknown): string {
+  const pretty = JSON.stringify(value, null, 2) ?? 'undefined';
+  const line = pretty.replace(/\n\s*/g, ' ');
+  return line.length <= 90 ? line : pretty;
+}
+
+/** What a tool part's state means, in words. */
+function stateLabel(part: ToolPart): string {
+  const browser = BROWSER_TOOLS[getToolName(part)] !== undefined;
+  switch (part.state) {
+    case 'input-streaming':
+      return 'receiving the call…';
+    case 'input-available':
+      if (!browser) return 'running on the server…';
+      // The server hands an approved browser call back as input-available, approval kept.
+      if ((part as { approval?: { approved?: boolean } }).approval?.approved === true) {
+        return 'approved: running in the browser…';
+      }
+      return BROWSER_TOOLS[getToolName(part)].needsApproval
+        ? 'waiting for approval…'
+        : 'running in the browser…';
+    case 'approval-requested':
+      return 'needs your approval';
+    case 'approval-responded':
+      return part.approval.approved ? 'approved: sending…' : 'denied: sending…';
+    case 'output-available':
+      return 'done';
+    case 'output-error':
+      return 'failed';
+    case 'output-denied':
+      return 'denied';
+    default:
+      return '';
+  }
+}
+
+export function ToolPartView({ part, onRespond }: { part: ToolPart; onRespond: Respond }) {
+  const name = getToolName(part);
+  return (
+    <div
+      className={`tool state-${part.state}`}
+      data-testid="tool-part"
+      data-tool-name={name}
+      data-tool-state={part.state}
+      data-tool-call-id={part.toolCallId}
+    >
+      <div className="tool-head">
+        <span className="tool-name" data-testid="tool-name">
+          {name}
+        </span>
+        <span className="badge" data-testid="tool-state">
+          {part.state}
+        </span>
+        <span className="tool-label">{stateLabel(part)}</span>
+      </div>
+      {part.input !== undefined && (
+        <pre className="tool-input" data-testid="tool-input" data-label="input">
+          {json(part.input)}
+        </pre>
+      )}
+      {part.state === 'approval-requested' && (
+        <div className="approval" data-testid="approval">
+          <span>Allow this call?</span>
+          <button
+            className="approve"
+            data-testid="approve-button"
+            onClick={() => onRespond({ id: part.approval.id, approved: true })}
+          >
+            Approve
+          </button>
+          <button
+            className="deny"
+            data-testid="deny-button"
+            onClick={() => onRespond({ id: part.approval.id, approved: false })}
+          >
+            Deny
+          </button>
+        </div>
+      )}
+      {part.state === 'output-available' && (
+        <pre className="tool-output" data-testid="tool-output" data-label="output">
+          {json(part.output)}
+        </pre>
+      )}
+      {part.state === 'output-error' && (
+        <div className="tool-error" data-testid="tool-error">
+          Error: {part.errorText}
+        </div>
+      )}
+      {part.state === 'output-denied' && (
+        <div className="tool-denied" data-testid="tool-denied">
+          denied{part.approval?.reason ? `: ${part.approval.reason}` : ''}
+        </div>
+      )}
+    </div>
+  );
+}
+
+function PartView({ part, onRespond }: { part: Part; onRespond: Respond }) {
+  if (isToolUIPart(part)) return <ToolPartView part={part} onRespond={onRespond} />;
+  switch (part.type) {
+    case 'reasoning':
+      return (
+        <details className="reasoning" data-testid="reasoning-part" data-state={part.state ?? 'done'}>
+          <summary>{part.state === 'streaming' ? 'Thinking…' : 'Reasoning'}</summary>
+          <div className="reasoning-text">{part.text}</div>
+        </details>
+      );
+    case 'file':
+      return part.mediaType.startsWith('image/') ? (
+        <img
+          className="file-image"
+          data-testid="file-part"
+          data-media-type={part.mediaType}
+          src={part.url}
+          alt={part.filename ?? 'image'}
+        />
+      ) : (
+        <a className="file-link" data-testid="file-part" data-media-type={part.mediaType} href={part.url} download={part.filename}>
+          {part.filename ?? part.mediaType}
+        </a>
+      );
+    case 'data-voice':
+      return (
+        <div className="voice" data-testid="voice-part">
+          (voice message)
+        </div>
+      );
+    default:
+      return null; // step-start, sources, data-transcript (shown apart), data-pcm (never stored)
+  }
+}
+
+type TextPart = Extract<Part, { type: 'text' }>;
+
+/**
+ * Runs of adjacent text parts, shown as one paragraph: on /live with audio each
+ * piece of the spoken answer may arrive as its own text part.
+ */
+function groupText(parts: Part[]): (Part | TextPart[])[] {
+  const groups: (Part | TextPart[])[] = [];
+  for (const part of parts) {
+    const last = groups.at(-1);
+    if (part.type !== 'text') groups.push(part);
+    else if (Array.isArray(last)) last.push(part);
+    else groups.push([part]);
+  }
+  return groups;
+}
+
+export function MessageView({
+  message,
+  onRespond,
+}: {
+  message: PlaygroundMessage;
+  onRespond: Respond;
+}) {
+  // The user's spoken words arrive in the answer: show them on the user's side.
+  const transcripts = message.parts.filter(p => p.type === 'data-transcript');
+  // step-start parts stay in: they keep the text of two steps apart.
+  const parts = message.parts.filter(p => p.type !== 'data-transcript');
+  const visible = parts.some(p => p.type !== 'step-start');
+  const usage = message.metadata?.usage;
+  return (
+    <div
+      className={`message ${message.role}`}
+      data-testid="message"
+      data-role={message.role}
+      data-message-id={message.id}
+    >
+      {transcripts.map((part, i) => (
+        <div className="row user" key={`t${i}`}>
+          <div className="bubble user transcript" data-testid="transcript" data-final={String(part.data.final)}>
+            You said: {part.data.text}
+          </div>
+        </div>
+      ))}
+      {visible && (
+        <div className={`row ${message.role}`}>
+          <div className={`bubble ${message.role}`}>
+            <div className="role">{message.role === 'user' ? 'You' : 'Agent'}</div>
+            {groupText(parts).map((group, i) =>
+              Array.isArray(group) ? (
+                <div className="text" key={i}>
+                  {group.map((part, j) => (
+                    <span key={j} data-testid="text-part" data-state={part.state ?? 'done'}>
+                      {part.text}
+                    </span>
+                  ))}
+                </div>
+              ) : (
+                <PartView key={i} part={group} onRespond={onRespond} />
+              ),
+            )}
+            {usage?.totalTokens != null && (
+              <div className="usage" data-testid="message-usage">
+                {usage.totalTokens} tokens
+              </div>
+            )}
+          </div>
+        </div>
+      )}
+    </div>
+  );
+}

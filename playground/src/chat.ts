@@ -1,0 +1,151 @@
+// One chat: the AI SDK `Chat`, its transport and the browser side of its tools.
+import { Chat } from '@ai-sdk/react';
+import {
+  DefaultChatTransport,
+  isToolUIPart,
+  lastAssistantMessageIsCompleteWithApprovalResponses,
+  lastAssistantMessageIsCompleteWithToolCalls,
+  type ChatTransport,
+} from 'ai';
+import { WebSocketChatTransport } from 'adk-stream-protocol-client';
+import { BgmPlayer, PcmPlayer } from './audio';
+import { liveUrl, streamUrl, type TransportKind } from './config';
+import type { PlaygroundMessage } from './types';
+
+/** Tools the server hands to the browser (ADK long-running tools of the demo agent). */
+export const BROWSER_TOOLS: Record<string, { needsApproval: boolean }> = {
+  change_bgm: { needsApproval: false },
+  get_location: { needsApproval: true },
+};
+
+export type LocationOutput = { latitude: number; longitude: number; accuracy: number };
+
+export function currentLocation(): Promise<LocationOutput> {
+  return new Promise((resolve, reject) => {
+    if (!('geolocation' in navigator)) {
+      reject(new Error('Geolocation is not available in this browser'));
+      return;
+    }
+    navigator.geolocation.getCurrentPosition(
+      position =>
+        resolve({
+          latitude: position.coords.latitude,
+          longitude: position.coords.longitude,
+          accuracy: position.coords.accuracy,
+        }),
+      error => reject(new Error(error.message || `Geolocation error (code ${error.code})`)),
+      { enableHighAccuracy: true, timeout: 5000, maximumAge: 0 },
+    );
+  });
+}
+
+export interface PlaygroundChat {
+  kind: TransportKind;
+  endpoint: string;
+  chat: Chat<PlaygroundMessage>;
+  /** Only on /live: the transport, for the microphone's audio frames. */
+  live: WebSocketChatTransport<PlaygroundMessage> | undefined;
+  /** Resolves once the next request has gone out (the /live `message` frame is sent). */
+  nextRequestSent(): Promise<void>;
+  pcm: PcmPlayer;
+  dispose(): void;
+}
+
+export function createPlaygroundChat(
+  kind: TransportKind,
+  id: string,
+  bgm: BgmPlayer,
+): PlaygroundChat {
+  const endpoint = kind === 'live' ? liveUrl() : streamUrl();
+  const live =
+    kind === 'live' ? new WebSocketChatTransport<PlaygroundMessage>({ url: endpoint }) : undefined;
+  const inner: ChatTransport<PlaygroundMessage> =
+    live ?? new DefaultChatTransport<PlaygroundMessage>({ api: endpoint });
+
+  // The microphone must not send audio before the request it belongs to.
+  let waiters: { resolve: () => void; reject: (error: unknown) => void }[] = [];
+  const transport: ChatTransport<PlaygroundMessage> = {
+    async sendMessages(options) {
+      try {
+        const stream = await inner.sendMessages(options);
+        waiters.forEach(w => w.resolve());
+        return stream;
+      } catch (error) {
+        waiters.forEach(w => w.reject(error));
+        throw error;
+      } finally {
+        waiters = [];
+      }
+    },
+    reconnectToStream: options => inner.reconnectToStream(options),
+  };
+
+  const pcm = new PcmPlayer();
+  const ran = new Set<string>(); // browser tool calls already run
+
+  const chat: Chat<PlaygroundMessage> = new Chat<PlaygroundMessage>({
+    id,
+    transport,
+    // Approvals and browser tool outputs go back by themselves.
+    sendAutomaticallyWhen: options =>
+      lastAssistantMessageIsCompleteWithApprovalResponses(options) ||
+      lastAssistantMessageIsCompleteWithToolCalls(options),
+    onToolCall: ({ toolCall }) => {
+      const spec = BROWSER_TOOLS[toolCall.toolName];
+      if (!spec || ran.has(toolCall.toolCallId)) return;
+      if (spec.needsApproval) {
+        // First `tool-input-available`: the approval request follows, wait for it.
+        // After the approval the server sends `tool-input-available` again, with
+        // the part approved (docs/adr/0011): run the tool then.
+        const part = chat.messages
+          .at(-1)
+          ?.parts.find(p => isToolUIPart(p) && p.toolCallId === toolCall.toolCallId);
+        if (!part || !isToolUIPart(part) || part.approval?.approved !== true) return;
+      }
+      ran.add(toolCall.toolCallId);
+      // Never await addToolOutput here: the chat is still processing this response.
+      void runBrowserTool(toolCall.toolName, toolCall.input, bgm).then(
+        output =>
+          chat.addToolOutput({ tool: toolCall.toolName, toolCallId: toolCall.toolCallId, output }),
+        (error: unknown) =>
+          chat.addToolOutput({
+            state: 'output-error',
+            tool: toolCall.toolName,
+            toolCallId: toolCall.toolCallId,
+            errorText: error instanceof Error ? error.message : String(error),
+          }),
+      );
+    },
+    onData: part => {
+      if (part.type === 'data-pcm') pcm.enqueue(part.data);
+    },
+  });
+
+  return {
+    kind,
+    endpoint,
+    chat,
+    live,
+    nextRequestSent: () =>
+      new Promise<void>((resolve, reject) => waiters.push({ resolve, reject })),
+    pcm,
+    dispose() {
+      live?.close();
+      pcm.close();
+    },
+  };
+}
+
+async function runBrowserTool(name: string, input: unknown, bgm: BgmPlayer): Promise<unknown> {
+  switch (name) {
+    case 'change_bgm': {
+      const track = Number((input as { track?: unknown } | undefined)?.track ?? 1);
+      bgm.play(track);
+      return { success: true, track };
+    }
+    case 'get_location':
+      return currentLocation();
+    default:
+      throw new Error(`unknown browser tool ${name}`);
+  }
+}

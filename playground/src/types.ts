@@ -1,0 +1,19 @@
+import type { UIMessage } from 'ai';
+
+/** `finish.messageMetadata` as the server sends it. */
+export type Metadata = {
+  usage?: { inputTokens?: number; outputTokens?: number; totalTokens?: number };
+  modelVersion?: string;
+};
+
+/** The data parts this server uses (see docs/live-protocol.md). */
+export type DataParts = {
+  /** Opens a voice turn on /live: a user message with no text. */
+  voice: Record<string, unknown>;
+  /** The user's spoken words (input transcription), streamed into the answer. */
+  transcript: { role: 'user'; text: string; final: boolean };
+  /** Transient: a chunk of the answer's audio (PCM16 LE mono, base64). */
+  pcm: { data: string; mediaType: string; sampleRate: number };
+};
+
+export type PlaygroundMessage = UIMessage<Metadata, DataParts>;

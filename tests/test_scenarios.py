@@ -1,0 +1,145 @@
+"""The scenario catalogue (scenarios/catalogue/*.json), run through the real AI SDK client.
+
+Each scenario is data: the user's steps, the client's settings, the transports and clients it
+runs on, optional server settings, and the expected outcome. Adding a scenario is adding a file;
+the expectation language is documented in scenarios/README.md and checked here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.real_client import CLIENTS, drive, text_of
+from tests.support import LiveServer, run_server
+
+CATALOGUE = Path(__file__).resolve().parent.parent / "scenarios" / "catalogue"
+TRANSPORTS = ("stream", "live")
+
+
+def load_scenarios() -> list[dict[str, Any]]:
+    scenarios = []
+    for path in sorted(CATALOGUE.glob("*.json")):
+        scenario = json.loads(path.read_text(encoding="utf-8"))
+        scenario.setdefault("name", path.stem)
+        unknown = set(scenario) - {
+            "name", "description", "transports", "clients", "server", "job", "expect",
+        }  # fmt: skip
+        assert not unknown, f"{path.name}: unknown keys {unknown}"
+        assert set(scenario.get("transports", TRANSPORTS)) <= set(TRANSPORTS), path.name
+        scenarios.append(scenario)
+    return scenarios
+
+
+def cases() -> Iterator[Any]:
+    for scenario in load_scenarios():
+        for transport in scenario.get("transports", TRANSPORTS):
+            for client in scenario.get("clients", CLIENTS):
+                yield pytest.param(
+                    scenario, transport, client, id=f"{scenario['name']}-{transport}-{client}"
+                )
+
+
+class ServerPool:
+    """Servers started on demand, one per set of settings, shared by the whole run."""
+
+    def __init__(self, tmp: pytest.TempPathFactory, default: LiveServer) -> None:
+        self._tmp = tmp
+        self._servers: dict[str, LiveServer] = {"{}": default}
+        self._stack = ExitStack()
+
+    def get(self, env: dict[str, str]) -> LiveServer:
+        key = json.dumps(env, sort_keys=True)
+        if key not in self._servers:
+            workdir = self._tmp.mktemp("scenario-server")
+            self._servers[key] = self._stack.enter_context(run_server(workdir, env))
+        return self._servers[key]
+
+    def close(self) -> None:
+        self._stack.close()
+
+
+@pytest.fixture(scope="session")
+def server_pool(
+    tmp_path_factory: pytest.TempPathFactory, server: LiveServer
+) -> Iterator[ServerPool]:
+    pool = ServerPool(tmp_path_factory, server)
+    yield pool
+    pool.close()
+
+
+@pytest.mark.parametrize(("scenario", "transport", "client"), list(cases()))
+def test_scenario(
+    server_pool: ServerPool, scenario: dict[str, Any], transport: str, client: str
+) -> None:
+    server = server_pool.get(scenario.get("server", {}))
+    report = drive(server, client, scenario["job"]["steps"], live=transport == "live", **{
+        k: v for k, v in scenario["job"].items() if k != "steps"
+    })  # fmt: skip
+    check(report, scenario["expect"])
+
+
+# -- the expectation language ----------------------------------------------------------------
+
+
+def check(report: dict[str, Any], expect: dict[str, Any]) -> None:
+    status = expect.get("status", "ready")
+    assert report["status"] == status, report["error"]
+    if "error" in expect:
+        assert re.search(expect["error"], report["error"] or ""), report["error"]
+    if "requests" in expect:
+        assert len(report["requests"]) == expect["requests"], len(report["requests"])
+    messages = report["messages"]
+    if "roles" in expect:
+        assert [m["role"] for m in messages] == expect["roles"]
+    assistants = [m for m in messages if m["role"] == "assistant"]
+    if "assistants" in expect:
+        assert len(assistants) == len(expect["assistants"]), [m["parts"] for m in assistants]
+        for message, wanted in zip(assistants, expect["assistants"], strict=True):
+            check_message(message, wanted)
+    for wanted in expect.get("responses", []):
+        check_response(report["requests"][wanted["index"]], wanted)
+
+
+def check_message(message: dict[str, Any], wanted: dict[str, Any]) -> None:
+    parts = message["parts"]
+    tools = [p for p in parts if p["type"].startswith("tool-")]
+    if "tools" in wanted:
+        got = [[p["type"].removeprefix("tool-"), p["state"]] for p in tools]
+        assert got == wanted["tools"], got
+    for name, subset in wanted.get("outputs", []):
+        output = next(p["output"] for p in tools if p["type"] == f"tool-{name}" and "output" in p)
+        assert {k: output.get(k) for k in subset} == subset, output
+    text = text_of(message)
+    position = 0
+    for piece in wanted.get("text", []):  # in this order
+        found = text.find(piece, position)
+        assert found >= 0, f"{piece!r} not in {text!r} (after position {position})"
+        position = found + len(piece)
+    for piece in wanted.get("notText", []):
+        assert piece not in text, text
+    if "partTypes" in wanted:
+        assert [p["type"] for p in parts] == wanted["partTypes"]
+    for part_type, count in wanted.get("partCounts", {}).items():
+        assert sum(p["type"] == part_type for p in parts) == count, [p["type"] for p in parts]
+    if not wanted.get("stopped"):  # a stopped answer keeps its last part streaming
+        for part in parts:
+            if part["type"] in ("text", "reasoning"):
+                assert part["state"] == "done", part
+
+
+def check_response(request: dict[str, Any], wanted: dict[str, Any]) -> None:
+    types = [c["type"] for c in request["chunks"]]
+    for forbidden in wanted.get("noChunkTypes", []):
+        assert forbidden not in types, types
+    for required in wanted.get("chunkTypes", []):
+        assert required in types, types
+    if "body" in wanted:
+        body = request["request"]["body"]
+        assert {k: body.get(k) for k in wanted["body"]} == wanted["body"], body
