@@ -334,6 +334,12 @@ class StreamProtocolConverter:
     def _convert_model_content(
         self, event: Event, parts: list[types.Part], out: list[BaseChunk]
     ) -> None:
+        if all(_is_audio(p) for p in parts):
+            # Live audio arrives as its own events between transcript deltas: it is not the
+            # end of the answer's text, so it closes nothing.
+            self._ensure_step(out)
+            out.extend(self._inline_data_chunk(p.inline_data) for p in parts if p.inline_data)
+            return
         skip_text = self._streamed_since_final
         self._streamed_since_final = False
         out.extend(self._close_blocks())
@@ -576,6 +582,11 @@ _DEFERRED_CONTENT = (
     DataChunk,
 )
 _TOOL_OUTPUTS = (ToolOutputAvailableChunk, ToolOutputErrorChunk, ToolOutputDeniedChunk)
+
+
+def _is_audio(part: types.Part) -> bool:
+    blob = part.inline_data
+    return blob is not None and (blob.mime_type or "").startswith("audio/")
 
 
 def _pcm_rate(mime: str) -> int:

@@ -39,3 +39,17 @@ ensure_node_packages() {
     echo "$want" > "$stamp"
   fi
 }
+
+# ensure_built DIR: `npm run build` in DIR when its sources (or the client's) changed.
+ensure_built() {
+  local dir="$ROOT/$1"
+  local stamp="$dir/dist/.built"
+  local want
+  want="$(find "$dir/src" "$dir/index.html" "$dir/package-lock.json" "$ROOT/client/src" \
+    -type f -print0 2>/dev/null | sort -z | xargs -0 cat | sha256sum | cut -d' ' -f1)"
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    echo "Building $1..." >&2
+    (cd "$dir" && npm run build --silent)
+    echo "$want" > "$stamp"
+  fi
+}

@@ -458,3 +458,23 @@ def test_rearm_hands_a_call_back_without_a_step() -> None:
         },
         {"type": "finish", "finishReason": "tool-calls"},
     ]
+
+
+def test_live_audio_between_transcript_deltas_keeps_one_text_block() -> None:
+    def audio() -> Event:
+        pcm = types.Part(inline_data=types.Blob(mime_type="audio/pcm;rate=24000", data=b"\x00\x00"))
+        return model_event(pcm, partial=None)
+
+    def said(text: str, partial: bool) -> Event:
+        return Event(
+            author=AGENT,
+            partial=partial,
+            output_transcription=types.Transcription(text=text, finished=not partial),
+        )
+
+    chunks = run([audio(), said("It is ", True), audio(), said("sunny.", True), audio(),
+                  said("It is sunny.", False)])  # fmt: skip
+    kinds = types_of(chunks)
+    assert kinds.count("text-start") == 1 and kinds.count("text-end") == 1
+    assert kinds.count("data-pcm") == 3
+    assert "".join(c["delta"] for c in chunks if c["type"] == "text-delta") == "It is sunny."
