@@ -53,3 +53,20 @@ ensure_built() {
     echo "$want" > "$stamp"
   fi
 }
+
+# ensure_chromium: Debian's `chromium`, the browser of the browser tests (tests/browser; they never
+# download one). Installed with apt-get when missing and this is root, as in CI. CHROMIUM=path
+# names another Chromium instead.
+ensure_chromium() {
+  [ -n "${CHROMIUM:-}" ] && return
+  command -v chromium >/dev/null && return
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "Installing Chromium (apt-get) for the browser tests..." >&2
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >&2 \
+      || { echo "Could not install chromium with apt-get" >&2; exit 1; }
+  else
+    echo "Chromium is missing and installing it needs root: run 'sudo apt-get install chromium'" \
+      "(or set CHROMIUM=/path/to/chromium). Until then the browser tests fail;" \
+      "'scripts/test -m \"not browser\"' runs the others." >&2
+  fi
+}

@@ -1,0 +1,166 @@
+"""Real-browser tests: Playwright drives Debian's Chromium against the real server, which serves
+the built playground at `/` (docs/adr/0016-browser-tests.md).
+
+Fixtures: one headless Chromium for all the browser tests, one TEXT server and one AUDIO server
+(the offline model), and per test a fresh browser context with the playground open on a new
+chat. When a test fails, a screenshot of each of its pages goes to `test-artifacts/browser/`.
+
+The browser and the servers are scoped to this package (the whole run of the browser tests, then
+released), not to the pytest session: Playwright's sync API keeps an asyncio loop marked as
+running on the main thread while it is started, and the other tests call `asyncio.run()`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Callable, Generator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page, Playwright, expect, sync_playwright
+
+from tests.browser.playground import Playground
+from tests.support import ROOT, LiveServer, run_server
+
+ARTIFACTS = ROOT / "test-artifacts" / "browser"
+PLAYGROUND_DIST = ROOT / "playground" / "dist"
+CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    # The microphone: permission granted without a prompt, a fake device that beeps.
+    "--use-fake-ui-for-media-stream",
+    "--use-fake-device-for-media-stream",
+]
+# The offline model answers in well under a second; this leaves room for a slow CI machine.
+TIMEOUT_MS = 15_000
+
+expect.set_options(timeout=TIMEOUT_MS)
+
+# The pages a test opened (for the screenshot on failure) and what their consoles said.
+_PAGES = pytest.StashKey[list[Page]]()
+_CONSOLE = pytest.StashKey[list[str]]()
+
+
+@pytest.fixture(scope="package")
+def playwright() -> Iterator[Playwright]:
+    with sync_playwright() as driver:
+        yield driver
+
+
+@pytest.fixture(scope="package")
+def browser(playwright: Playwright) -> Iterator[Browser]:
+    if not Path(CHROMIUM).is_file():
+        pytest.fail(
+            f"Chromium not found at {CHROMIUM}: install Debian's `chromium` (scripts/test does"
+            " when it runs as root) or set CHROMIUM=/path/to/chromium;"
+            " `scripts/test -m 'not browser'` runs the other tests.",
+            pytrace=False,
+        )
+    shutil.rmtree(ARTIFACTS, ignore_errors=True)  # screenshots of an earlier run
+    # Never `playwright install`: the browser is the system's.
+    browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    yield browser
+    browser.close()
+
+
+def _serve_playground(
+    factory: pytest.TempPathFactory, name: str, env: dict[str, str]
+) -> Iterator[LiveServer]:
+    if not (PLAYGROUND_DIST / "index.html").is_file():
+        pytest.fail(
+            f"{PLAYGROUND_DIST} has no build: run scripts/test (it builds the playground) or"
+            " `npm ci && npm run build` in client/ and playground/.",
+            pytrace=False,
+        )
+    env = {"ADK_STREAM_PLAYGROUND_DIR": str(PLAYGROUND_DIST), **env}
+    with run_server(factory.mktemp(name), env) as server:
+        yield server
+
+
+@pytest.fixture(scope="package")
+def text_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """The real app serving the playground; /live answers in text."""
+    yield from _serve_playground(tmp_path_factory, "browser-text", {})
+
+
+@pytest.fixture(scope="package")
+def audio_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """The same with spoken answers on /live (transcript text plus PCM audio)."""
+    yield from _serve_playground(
+        tmp_path_factory, "browser-audio", {"ADK_STREAM_LIVE_MODALITY": "AUDIO"}
+    )
+
+
+OpenPlayground = Callable[..., Playground]
+
+
+@pytest.fixture
+def open_playground(
+    request: pytest.FixtureRequest, browser: Browser, text_server: LiveServer
+) -> Iterator[OpenPlayground]:
+    """Opens the playground on a fresh chat in a new browser context (its own profile,
+    permissions and geolocation): `open_playground("live", base_url=..., **context_options)`."""
+    contexts = []
+    pages = request.node.stash.setdefault(_PAGES, [])
+    console = request.node.stash.setdefault(_CONSOLE, [])
+
+    def open_(transport: str, base_url: str | None = None, **options: Any) -> Playground:
+        context = browser.new_context(**options)
+        contexts.append(context)
+        context.set_default_timeout(TIMEOUT_MS)
+        page = context.new_page()
+        pages.append(page)
+        page.on("console", lambda m: console.append(f"[{m.type}] {m.text}"))
+        page.on("pageerror", lambda e: console.append(f"[pageerror] {e}"))
+        query = "?transport=live" if transport == "live" else ""
+        page.goto(f"{base_url or text_server.base_url}/{query}")
+        playground = Playground(page, transport)
+        playground.expect_fresh_chat()
+        return playground
+
+    yield open_
+    for context in contexts:
+        context.close()
+
+
+@pytest.fixture(params=["stream", "live"])
+def transport(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def playground(open_playground: OpenPlayground, transport: str) -> Playground:
+    """The playground on a fresh chat over `transport` (the test runs once per transport)."""
+    return open_playground(transport)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if report.failed and report.when in ("setup", "call"):
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", item.nodeid.removeprefix("tests/browser/"))
+        pages: list[Page] = item.stash.get(_PAGES, [])
+        console: list[str] = item.stash.get(_CONSOLE, [])
+        for index, page in enumerate(pages):
+            path = ARTIFACTS / f"{name.strip('_')}{f'-{index}' if index else ''}.png"
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(path), full_page=True)
+                report.sections.append(("screenshot", str(path)))
+            except Exception as error:  # a crashed page must not hide the test's failure
+                report.sections.append(("screenshot", f"failed: {error}"))
+        if console:
+            report.sections.append(("browser console", "\n".join(console)))
+    return report
