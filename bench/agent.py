@@ -1,0 +1,102 @@
+"""The benchmarks' agent: the demo agent's tools and a model that can also give long answers.
+
+``BenchLlm`` is the offline demo model (weather, payments with approval, a live connection)
+plus one benchmark-only behaviour: a user message ``bench words=N per=K pace=S`` is answered
+with N words, streamed K words per partial with S seconds between partials, then the usual
+aggregate. Both servers under test load this same agent: ours through ``ADK_STREAM_AGENT``,
+ADK's own through an agents directory (``bench.servers``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncGenerator
+
+from google.adk.agents import LlmAgent
+from google.adk.models import LLMRegistry
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
+from google.genai import types
+from typing_extensions import override
+
+from adk_stream_protocol.demo import OfflineDemoLlm, demo_tools
+from adk_stream_protocol.demo.agent import INSTRUCTION
+
+MODEL_NAME = "bench-offline"
+AGENT_NAME = "bench_agent"
+
+_LONG = re.compile(r"^bench words=(\d+) per=(\d+) pace=([\d.]+)$")
+_TEXT = (
+    "the quick brown fox jumps over a lazy dog while streaming tokens arrive in order "
+    "and every client renders them as soon as they land on the wire"
+)
+
+
+def long_prompt(words: int, per: int, pace: float = 0.0) -> str:
+    """The user message that asks ``BenchLlm`` for a long answer."""
+    return f"bench words={words} per={per} pace={pace}"
+
+
+def long_answer(words: int) -> str:
+    vocabulary = re.findall(r"\S+", _TEXT)
+    return " ".join(vocabulary[i % len(vocabulary)] for i in range(words))
+
+
+class BenchLlm(OfflineDemoLlm):
+    model: str = MODEL_NAME
+
+    @classmethod
+    @override
+    def supported_models(cls) -> list[str]:
+        return [r"bench-.*"]
+
+    @override
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        last = llm_request.contents[-1] if llm_request.contents else None
+        text = (last.parts[0].text or "") if last and last.role == "user" and last.parts else ""
+        match = _LONG.match(text)
+        if match is None:
+            async for response in super().generate_content_async(llm_request, stream):
+                yield response
+            return
+        words, per, pace = int(match[1]), int(match[2]), float(match[3])
+        answer = long_answer(words).split(" ")
+        if stream:
+            for start in range(0, words, per):
+                # Even with no pace, yield to the event loop as a real model's network reads do;
+                # otherwise the whole answer is produced before the server can send its start.
+                await asyncio.sleep(pace)
+                piece = " ".join(answer[start : start + per]) + (" " if start + per < words else "")
+                part = types.Part(text=piece)
+                yield LlmResponse(content=types.Content(role="model", parts=[part]), partial=True)
+        yield LlmResponse(
+            content=types.Content(role="model", parts=[types.Part(text=" ".join(answer))]),
+            partial=False,
+            finish_reason=types.FinishReason.STOP,
+            usage_metadata=types.GenerateContentResponseUsageMetadata(
+                prompt_token_count=4, candidates_token_count=words, total_token_count=words + 4
+            ),
+            model_version=self.model,
+        )
+
+
+def register_bench_model() -> None:
+    """Lets agents name the model as a string. Idempotent."""
+    try:
+        if LLMRegistry.resolve(MODEL_NAME) is BenchLlm:
+            return
+    except ValueError:
+        pass
+    LLMRegistry.register(BenchLlm)
+
+
+def bench_agent() -> LlmAgent:
+    register_bench_model()
+    return LlmAgent(name=AGENT_NAME, model=MODEL_NAME, instruction=INSTRUCTION, tools=demo_tools())
+
+
+# What ``ADK_STREAM_AGENT=bench.agent:root_agent`` serves.
+root_agent = bench_agent()
