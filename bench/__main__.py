@@ -61,8 +61,7 @@ memory; for per-second figures above 1 means ours does more. A goal bounds the m
 
 {table(figures)}
 
-{NOTES}
-"""
+{NOTES}"""
 
 
 NOTES = """## Reading the numbers
@@ -80,10 +79,10 @@ NOTES = """## Reading the numbers
   `/stream` load, under 4% of the samples are self time in the bridge's own code
   (`adk_stream_protocol` 2.2%, `sse_starlette` 1.3%); ADK and the pydantic models it builds
   take most of the rest.
-- **500 concurrent `/stream`**: one server process on one core; every answer costs ADK about
-  22 ms of CPU, so 500 arrivals at once queue for seconds in both servers, and p50/p99 measure
-  that queue (which server is ahead changes from run to run). The CPU-per-answer row is the
-  bridge's share.
+- **500 concurrent `/stream`**: one server process on one core; every answer costs about 25 ms
+  of CPU, nearly all of it ADK's, so 500 arrivals at once queue for seconds in both servers,
+  and p50/p99 measure that queue (which server is ahead changes from run to run). The
+  CPU-per-answer rows, ours against ADK's, show the bridge's own cost.
 - **500 `/live` sockets**: ours starts each socket's ADK live run at its first message (the
   session must hold what the client sent first); ADK's `/run_live` starts it when the socket
   opens, which no figure here times. So the first turn of every socket carries the run's start
@@ -94,7 +93,7 @@ NOTES = """## Reading the numbers
   model paces its answer, about 35 ms); with `ADK_STREAM_STREAM_INTERMEDIATE_RESULTS=true` it
   streams as it comes. ADK's figure includes a new `run_async` (the approval is a new request).
 - **Memory per open stream** is (peak RSS − RSS after warm-up) / streams, on a fresh server per
-  run; it includes the ADK session, the run, the sockets and the client's share of buffers.
+  run; it includes the ADK session, the run and the server's side of the connection.
 - **Start-up**: ours imports less than ADK's `get_fast_api_app` (its CLI, web server and
   services), so both first `/health` and the first answer come sooner.
 """
