@@ -46,10 +46,17 @@ def describe_error(code: str | None, message: str | None, *, detail: bool, refer
     return f"{summary} (ref {reference})"
 
 
+# ADK's code for a run stopped through its abort signal: the client left, nothing failed.
+ABORTED_CODE = "INVOCATION_ABORTED"
+
+
 def log_error(
     reference: str, code: str | None, message: str | None, exc: BaseException | None = None
 ) -> None:
-    logger.error("agent error ref=%s code=%s message=%s", reference, code, message, exc_info=exc)
+    level = logging.INFO if code == ABORTED_CODE else logging.ERROR
+    logger.log(
+        level, "agent error ref=%s code=%s message=%s", reference, code, message, exc_info=exc
+    )
 
 
 class RequestError(Exception):

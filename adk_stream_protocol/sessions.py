@@ -85,9 +85,6 @@ class ChatLocks:
             del self._users[key]
             del self._locks[key]
 
-    def __len__(self) -> int:
-        return len(self._locks)
-
 
 class ChatSessions:
     """Maps (user, chat id) to an ADK session."""

@@ -49,4 +49,8 @@ def test_a_client_that_leaves_releases_the_chat(agent_server: LiveServer) -> Non
     result = post_stream(agent_server.base_url, follow_up)
     assert result.status == 200
     assert time.monotonic() - started < 10
-    assert "client left" in agent_server.log()
+    log = agent_server.log()
+    assert "client left" in log
+    # A client leaving is not a failure: ADK's abort is logged at INFO, not as an error.
+    aborted = [line for line in log.splitlines() if "code=INVOCATION_ABORTED" in line]
+    assert aborted and all(" INFO " in line for line in aborted), aborted

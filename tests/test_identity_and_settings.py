@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -67,7 +68,7 @@ def test_cors_allows_the_configured_origins(identity_server: LiveServer) -> None
     assert "access-control-allow-origin" not in refused.headers
 
 
-def test_session_store_urls(tmp_path: pytest.TempPathFactory) -> None:
+def test_session_store_urls(tmp_path: Path) -> None:
     assert isinstance(create_session_service("memory://"), InMemorySessionService)
     sqlite = create_session_service(f"sqlite:///{tmp_path}/nested/dir/chats.db")
     assert isinstance(sqlite, SqliteSessionService)
