@@ -11,6 +11,10 @@ Serialisation rules (see docs/adr/0002-chunk-catalogue.md):
 - fields the client types as ``unknown`` (``input``, ``output``, ``data`` and
   ``messageMetadata`` on ``message-metadata``) are required keys and are always sent,
   even when their value is ``None``.
+
+``to_wire_json()`` and ``to_wire_dict()`` apply these rules; plain ``model_dump()`` does not.
+The fast path is pydantic-core's own ``exclude_none`` serialiser (no Python per chunk); only a
+chunk whose always-sent field holds ``None`` takes the slower path (docs/adr/0018).
 """
 
 from __future__ import annotations
@@ -23,12 +27,11 @@ from pydantic import (
     Discriminator,
     Field,
     JsonValue,
-    SerializerFunctionWrapHandler,
     Tag,
     TypeAdapter,
-    model_serializer,
 )
 from pydantic.alias_generators import to_camel
+from pydantic_core import to_json
 
 FinishReason: TypeAlias = Literal[
     "stop", "length", "content-filter", "tool-calls", "error", "other"
@@ -49,13 +52,29 @@ class BaseChunk(BaseModel):
         frozen=True,
     )
 
-    # Wire names of fields that are sent even when None (the client types them `unknown`).
-    _always_sent: ClassVar[frozenset[str]] = frozenset()
+    # Fields that are sent even when None (the client types them `unknown`).
+    _always_sent: ClassVar[tuple[str, ...]] = ()
 
-    @model_serializer(mode="wrap")
-    def _omit_none(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        return {k: v for k, v in data.items() if v is not None or k in self._always_sent}
+    def to_wire_json(self) -> bytes:
+        """The chunk as the client receives it: compact JSON, ``None`` omitted."""
+        if self._always_sent and self._null_always_sent():
+            return to_json(self.to_wire_dict())
+        return self.__pydantic_serializer__.to_json(self, exclude_none=True)
+
+    def to_wire_dict(self) -> dict[str, Any]:
+        """The chunk as a JSON-ready dict with wire (camelCase) keys, ``None`` omitted."""
+        if not (self._always_sent and self._null_always_sent()):
+            wire: dict[str, Any] = self.model_dump(mode="json", exclude_none=True)
+            return wire
+        always = {self.__class__.model_fields[name].alias for name in self._always_sent}
+        return {
+            key: value
+            for key, value in self.model_dump(mode="json").items()
+            if value is not None or key in always
+        }
+
+    def _null_always_sent(self) -> bool:
+        return any(getattr(self, name) is None for name in self._always_sent)
 
 
 class StartChunk(BaseChunk):
@@ -132,7 +151,7 @@ class ToolInputDeltaChunk(BaseChunk):
 
 
 class ToolInputAvailableChunk(BaseChunk):
-    _always_sent = frozenset({"input"})
+    _always_sent = ("input",)
     type: Literal["tool-input-available"] = "tool-input-available"
     tool_call_id: str
     tool_name: str
@@ -144,7 +163,7 @@ class ToolInputAvailableChunk(BaseChunk):
 
 
 class ToolInputErrorChunk(BaseChunk):
-    _always_sent = frozenset({"input"})
+    _always_sent = ("input",)
     type: Literal["tool-input-error"] = "tool-input-error"
     tool_call_id: str
     tool_name: str
@@ -163,7 +182,7 @@ class ToolApprovalRequestChunk(BaseChunk):
 
 
 class ToolOutputAvailableChunk(BaseChunk):
-    _always_sent = frozenset({"output"})
+    _always_sent = ("output",)
     type: Literal["tool-output-available"] = "tool-output-available"
     tool_call_id: str
     output: JsonValue
@@ -212,7 +231,7 @@ class FileChunk(BaseChunk):
 class DataChunk(BaseChunk):
     """``data-<name>``: app-specific data. ``transient`` data reaches only ``onData``."""
 
-    _always_sent = frozenset({"data"})
+    _always_sent = ("data",)
     type: Annotated[str, Field(pattern=r"^data-.+")]
     data: JsonValue
     id: str | None = None
@@ -220,7 +239,7 @@ class DataChunk(BaseChunk):
 
 
 class MessageMetadataChunk(BaseChunk):
-    _always_sent = frozenset({"messageMetadata"})
+    _always_sent = ("message_metadata",)
     type: Literal["message-metadata"] = "message-metadata"
     message_metadata: JsonValue
 

@@ -26,6 +26,11 @@ SSE_HEADERS: Mapping[str, str] = {
 }
 
 
+def encode_event(chunk: BaseChunk) -> bytes:
+    """Frame one chunk as one SSE event, as bytes for an HTTP body: ``data: <json>\\n\\n``."""
+    return b"data: " + chunk.to_wire_json() + b"\n\n"
+
+
 def format_event(chunk: BaseChunk) -> str:
-    """Frame one chunk as one SSE event: ``data: <json>\\n\\n``."""
-    return f"data: {chunk.model_dump_json()}\n\n"
+    """The same event as text, for a WebSocket text frame."""
+    return f"data: {chunk.to_wire_json().decode()}\n\n"

@@ -34,7 +34,7 @@ from adk_stream_protocol.history import (
 )
 from adk_stream_protocol.identity import current_user
 from adk_stream_protocol.sessions import ChatLease
-from adk_stream_protocol.sse import DONE, KEEP_ALIVE_COMMENT, SSE_HEADERS, format_event
+from adk_stream_protocol.sse import DONE, KEEP_ALIVE_COMMENT, SSE_HEADERS, encode_event
 from adk_stream_protocol.turns import TurnPlan
 from adk_stream_protocol.ui_messages import PART_TAGS, ChatRequest
 
@@ -140,7 +140,7 @@ class StreamTurn:
         completed = False
         try:
             while (chunk := await self._queue.get()) is not None:
-                yield format_event(chunk).encode()
+                yield encode_event(chunk)
             yield DONE.encode()
             completed = True
         finally:

@@ -2,7 +2,7 @@
 
 One long response of real ADK ``Event``s (per model call: thought partials, text partials, the
 aggregate with a function call, then the tool's result; a final answer at the end) goes through
-``StreamProtocolConverter`` and ``sse.format_event``. In the same run:
+``StreamProtocolConverter`` and ``sse.encode_event``. In the same run:
 
 - the floor: the same chunk dicts only serialised to SSE lines, with stdlib ``json`` and ``orjson``;
 - pydantic-ai's Vercel AI encoder (``VercelAIEventStream``, AI SDK v6) fed the same content as
@@ -26,7 +26,7 @@ from pydantic_ai import messages as pa
 from pydantic_ai.ui.vercel_ai import VercelAIEventStream
 
 from adk_stream_protocol.converter import StreamProtocolConverter
-from adk_stream_protocol.sse import DONE, format_event
+from adk_stream_protocol.sse import DONE, encode_event
 from bench.core import Figure, Size
 
 AUTHOR = "bench_agent"
@@ -122,10 +122,10 @@ def pydantic_ai_events(rounds: int) -> list[pa.AgentStreamEvent]:
 
 def ours(events: Sequence[Event]) -> list[bytes]:
     converter = StreamProtocolConverter(message_id="msg_bench")
-    out = [format_event(c).encode() for c in converter.start()]
+    out = [encode_event(c) for c in converter.start()]
     for event in events:
-        out += [format_event(c).encode() for c in converter.convert(event)]
-    out += [format_event(c).encode() for c in converter.finish()]
+        out += [encode_event(c) for c in converter.convert(event)]
+    out += [encode_event(c) for c in converter.finish()]
     out.append(DONE.encode())
     return out
 
@@ -137,7 +137,7 @@ def chunk_dicts(events: Sequence[Event]) -> list[dict[str, Any]]:
     for event in events:
         chunks += converter.convert(event)
     chunks += converter.finish()
-    return [c.model_dump(mode="json") for c in chunks]
+    return [c.to_wire_dict() for c in chunks]
 
 
 def floor_json(dicts: Sequence[dict[str, Any]]) -> list[bytes]:

@@ -163,7 +163,7 @@ def assert_strict_chunk(chunk: dict[str, Any]) -> None:
     """The chunk is in the portable 6.0.25 field set: known type, no extra key, no null
     where a field should be absent (re-serialising must give the same dict)."""
     model = UI_MESSAGE_CHUNK.validate_python(chunk)
-    assert model.model_dump(mode="json") == chunk, f"non-portable chunk {chunk}"
+    assert model.to_wire_dict() == chunk, f"non-portable chunk {chunk}"
 
 
 def assert_valid_stream(result: StreamResult) -> None:

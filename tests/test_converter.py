@@ -52,7 +52,7 @@ def run(events: list[Event], **options: Any) -> list[dict[str, Any]]:
     for event in events:
         chunks += converter.convert(event)
     chunks += converter.finish()
-    wire = [c.model_dump(mode="json") for c in chunks]
+    wire = [c.to_wire_dict() for c in chunks]
     for chunk in wire:
         assert_strict_chunk(chunk)
     return wire
@@ -283,7 +283,7 @@ def test_error_event_gives_one_redacted_error_chunk() -> None:
     )
     # run_async re-raises after the error event: the transport calls fail().
     chunks += converter.fail(ValueError("secret internal detail at /srv/app.py"))
-    wire = [c.model_dump(mode="json") for c in chunks]
+    wire = [c.to_wire_dict() for c in chunks]
     errors = [c for c in wire if c["type"] == "error"]
     assert len(errors) == 1
     assert "secret" not in errors[0]["errorText"]
@@ -295,7 +295,7 @@ def test_error_event_gives_one_redacted_error_chunk() -> None:
 def test_error_detail_setting_shows_the_error() -> None:
     converter = StreamProtocolConverter(error_detail=True)
     chunks = converter.convert(Event(author=AGENT, error_code="DEMO", error_message="boom"))
-    assert chunks[-1].model_dump()["errorText"].startswith("DEMO: boom")
+    assert chunks[-1].to_wire_dict()["errorText"].startswith("DEMO: boom")
 
 
 def test_usage_is_summed_over_model_calls_with_model_version() -> None:
@@ -367,7 +367,7 @@ def test_each_converter_is_one_response() -> None:
     second = StreamProtocolConverter()
     a = first.convert(model_event(text("x"), partial=True))
     b = second.convert(model_event(text("x"), partial=True))
-    ids = {c.model_dump()["id"] for c in a + b if c.model_dump()["type"] == "text-start"}
+    ids = {c.to_wire_dict()["id"] for c in a + b if c.to_wire_dict()["type"] == "text-start"}
     assert len(ids) == 2
     assert first.finish() and first.finish() == []  # finish is sent once
 
@@ -423,7 +423,7 @@ def test_only_what_pauses_keeps_new_calls_and_drops_held_content() -> None:
         model_event(confirmation_call("conf", "new", "process_payment", amount=20), event_id="E2")
     )
     chunks += converter.finish()
-    kept = [c.model_dump(mode="json") for c in only_what_pauses(chunks)]
+    kept = [c.to_wire_dict() for c in only_what_pauses(chunks)]
     assert types_of(kept) == [
         "start", "start-step", "tool-input-start", "tool-input-available",
         "tool-approval-request", "finish-step", "finish",
@@ -436,7 +436,7 @@ def test_replay_delivers_text_and_results_of_earlier_calls_only() -> None:
         model_event(text("Paid Alice. Now Bob."), call("new", "process_payment", amount=20)),
     ]
     converter = StreamProtocolConverter(message_id="m", id_prefix="t")
-    replayed = [c.model_dump(mode="json") for c in converter.replay([held])]
+    replayed = [c.to_wire_dict() for c in converter.replay([held])]
     assert types_of(replayed) == [
         "tool-output-available", "start-step", "text-start", "text-delta", "text-end",
     ]  # fmt: skip
@@ -447,7 +447,7 @@ def test_replay_delivers_text_and_results_of_earlier_calls_only() -> None:
 def test_rearm_hands_a_call_back_without_a_step() -> None:
     converter = StreamProtocolConverter(message_id="m")
     chunks = converter.start() + converter.rearm("c1", "get_location", {}) + converter.finish()
-    wire = [c.model_dump(mode="json") for c in chunks]
+    wire = [c.to_wire_dict() for c in chunks]
     assert wire == [
         {"type": "start", "messageId": "m"},
         {
