@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, JsonValue, Tag
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 from pydantic.alias_generators import to_camel
+
+from adk_stream_protocol.chunks import UnknownJson
 
 # Chat ids become ADK session ids and appear in logs: keep them to a safe alphabet.
 CHAT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
@@ -78,8 +80,8 @@ class ToolApproval(UIModel):
 class ToolUIPartBase(UIModel):
     tool_call_id: str
     state: ToolState
-    input: JsonValue = None
-    output: JsonValue = None
+    input: UnknownJson = None
+    output: UnknownJson = None
     error_text: str | None = None
     approval: ToolApproval | None = None
     provider_executed: bool | None = None
@@ -104,7 +106,7 @@ class DynamicToolUIPart(ToolUIPartBase):
 class DataUIPart(UIModel):
     type: Annotated[str, Field(pattern=r"^data-.+")]
     id: str | None = None
-    data: JsonValue = None
+    data: UnknownJson = None
 
 
 _FIXED_PART_TYPES = frozenset(
@@ -153,7 +155,7 @@ AnyToolUIPart: TypeAlias = ToolUIPart | DynamicToolUIPart
 class UIMessage(UIModel):
     id: str
     role: Literal["system", "user", "assistant"]
-    metadata: JsonValue = None
+    metadata: UnknownJson = None
     parts: list[UIMessagePart]
 
     def tool_parts(self) -> list[AnyToolUIPart]:
