@@ -67,12 +67,13 @@ memory; for per-second figures above 1 means ours does more. A goal bounds the m
 NOTES = """## Reading the numbers
 
 - **Converter vs the orjson floor** (goal ≤ 3x, missed): the floor only serialises ready-made
-  dicts in Rust (about 0.4 µs a chunk). Ours builds a validated, frozen pydantic chunk (about
-  1.8 µs) and serialises it through `BaseChunk._omit_none`, a Python wrap serializer (3.9 µs of
-  the 6–10 µs a chunk costs). The goals against stdlib `json` and pydantic-ai are met. Dropping
-  the wrap serializer (prototyped) cuts serialising to 1.1 µs a chunk and the stream by about a
-  quarter; within 3x of orjson needs chunks that are not pydantic models at all (see
-  docs/adr/0018-benchmarks.md).
+  dicts in Rust (about 0.3 µs a chunk). Ours reads the ADK events, decides steps and blocks,
+  builds a validated, frozen pydantic chunk (about 1.2 µs) and serialises it with pydantic-core
+  (about 1.2 µs): about 4 µs a chunk in all. Profiling removed the two slow parts (a Python
+  wrap serializer per chunk, and `JsonValue` validation of tool values): the stream went from
+  20.1 to 14.4 ms measured side by side (docs/adr/0018-benchmarks.md). Within 3x of orjson
+  would need chunks that are not validated models, giving up the typed catalogue; the goals
+  against stdlib `json` and pydantic-ai are met.
 - **End-to-end**: the benchmark model streams with no pause, so the figures are the servers'
   own cost, and most of it is ADK's: `Runner.run_async` with its per-event telemetry costs
   about 0.3–0.5 ms per partial in either server. In a py-spy profile of our server under the
@@ -87,11 +88,17 @@ NOTES = """## Reading the numbers
   session must hold what the client sent first); ADK's `/run_live` starts it when the socket
   opens, which no figure here times. So the first turn of every socket carries the run's start
   on ours only (the "first turns" row), and later turns that land while other sockets start
-  their runs queue behind that work. CPU per turn and memory per socket are close to ADK's.
+  their runs queue behind that work. The start is ADK's own work (about 3.5 ms of CPU
+  unloaded: first turn 11.5 ms, later turns 8 ms); our transport opens the socket when the
+  first message is sent, so starting at connect would move that cost, not remove it
+  (docs/adr/0018). CPU per turn and memory per socket are close to ADK's.
 - **Approvals**: by default (docs/adr/0010) a continuation is held until its run ends, so the
   tool's result arrives together with the whole answer after it (on `/live` the offline live
   model paces its answer, about 35 ms); with `ADK_STREAM_STREAM_INTERMEDIATE_RESULTS=true` it
   streams as it comes. ADK's figure includes a new `run_async` (the approval is a new request).
+  The hold-back is the price of the seed's client rule, which also forbids an earlier call's
+  result in a response that stops at another approval; whether it stops is known only when
+  the run ends, so the result cannot go early (docs/adr/0018).
 - **Memory per open stream** is (peak RSS − RSS after warm-up) / streams, on a fresh server per
   run; it includes the ADK session, the run and the server's side of the connection.
 - **Start-up**: ours imports less than ADK's `get_fast_api_app` (its CLI, web server and

@@ -205,7 +205,7 @@ def run(size: Size) -> list[Figure]:
         "lower",
         "floor: orjson",
         3.0,
-        why="a validated pydantic model and a Python wrap serializer per chunk (see below)",
+        why="a validated pydantic model per chunk and the converter's own work (see below)",
     )
     chunks = Figure("1 converter", "chunks/s", "k/s", "higher", "pydantic-ai VercelAIEventStream")
     rate = Figure("1 converter", "bytes/s", "MB/s", "higher", "pydantic-ai VercelAIEventStream")
