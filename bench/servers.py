@@ -33,7 +33,7 @@ import httpx
 
 from bench.agent import AGENT_NAME
 from bench.core import ROOT
-from tests.support import _GOOGLE_VARIABLES
+from tests.support import _GOOGLE_VARIABLES, stop_process
 
 Kind = Literal["ours", "adk"]
 
@@ -130,15 +130,6 @@ def spawn(
         return subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
 
 
-def stop(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
 @contextmanager
 def serve(kind: Kind, settings: Mapping[str, str] | None = None) -> Iterator[Server]:
     """A fresh server of this kind (``settings``: extra environment), healthy on entry,
@@ -156,7 +147,7 @@ def serve(kind: Kind, settings: Mapping[str, str] | None = None) -> Iterator[Ser
                 time.sleep(0.05)
             yield server
         finally:
-            stop(process)
+            stop_process(process)
 
 
 def _healthy(server: Server) -> bool:

@@ -15,7 +15,8 @@ from pathlib import Path
 from bench.agent import long_prompt
 from bench.clients import ask, client
 from bench.core import Figure, Size
-from bench.servers import Kind, Server, free_port, healthy, spawn, stop
+from bench.servers import Kind, Server, free_port, healthy, spawn
+from tests.support import stop_process
 
 
 def start_once(kind: Kind) -> tuple[float, float]:
@@ -36,7 +37,7 @@ def start_once(kind: Kind) -> tuple[float, float]:
                 raise RuntimeError(f"{kind} server's first answer failed")
             return up, time.perf_counter() - start
         finally:
-            stop(process)
+            stop_process(process)
 
 
 async def _first_answer(server: Server) -> bool:

@@ -55,6 +55,9 @@ def test_samples_cover_every_chunk_type() -> None:
 @pytest.mark.parametrize("chunk", SAMPLES, ids=lambda chunk: type(chunk).__name__)
 def test_wire_json_and_wire_dict_agree_and_round_trip(chunk: c.BaseChunk) -> None:
     wire = chunk.to_wire_dict()
+    always = {type(chunk).model_fields[name].alias for name in type(chunk)._always_sent}
+    assert always <= wire.keys(), "a key the client requires is missing"
+    assert all(v is not None for k, v in wire.items() if k not in always), "a null was sent"
     assert json.loads(chunk.to_wire_json()) == wire
     assert c.UI_MESSAGE_CHUNK.validate_python(wire) == chunk
     assert encode_event(chunk) == b"data: " + chunk.to_wire_json() + b"\n\n"
