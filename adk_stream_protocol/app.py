@@ -14,6 +14,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
+from fastapi.middleware.trustedhost import TrustedHostMiddleware
 from fastapi.staticfiles import StaticFiles
 from google.adk.agents.run_config import RunConfig
 from google.adk.apps import App
@@ -25,7 +26,9 @@ from adk_stream_protocol.agents import AgentLike, resolve_agents
 from adk_stream_protocol.approvals import LiveApprovalPlugin, LiveToolGate
 from adk_stream_protocol.errors import RequestError
 from adk_stream_protocol.identity import current_user
+from adk_stream_protocol.limits import ResponseSlots
 from adk_stream_protocol.live import router as live_router
+from adk_stream_protocol.security import SecurityHeadersMiddleware
 from adk_stream_protocol.sessions import ChatLocks, ChatSessions, create_session_service
 from adk_stream_protocol.settings import Settings
 from adk_stream_protocol.stream import StreamTurn
@@ -63,6 +66,7 @@ class Bridge:
         self.live_gates: dict[tuple[str, str], LiveToolGate] = {}
         self.sessions = ChatSessions(service, app.name)
         self.locks = ChatLocks()
+        self.response_slots = ResponseSlots(settings.max_concurrent_responses)
         self._tasks: set[asyncio.Task[Any]] = set()
 
     def live_run_config(self) -> RunConfig:
@@ -87,8 +91,11 @@ class Bridge:
         task.add_done_callback(self._tasks.discard)
         return task
 
-    async def prepare_turn(self, user_id: str, request: ChatRequest) -> StreamTurn:
-        """Plan one /stream request under the chat's lock and start its run."""
+    async def prepare_turn(
+        self, user_id: str, request: ChatRequest, *, on_end: Callable[[], None]
+    ) -> StreamTurn:
+        """Plan one /stream request under the chat's lock and start its run; ``on_end`` is
+        called once the run has ended."""
         try:
             lease = await self.locks.acquire(
                 user_id, request.id, self.settings.chat_busy_timeout_seconds
@@ -129,7 +136,9 @@ class Bridge:
                 plan.continuation,
                 bool(plan.rewind_before_invocation_id),
             )
-            turn = StreamTurn(self, user_id=user_id, chat_id=request.id, plan=plan, lease=lease)
+            turn = StreamTurn(
+                self, user_id=user_id, chat_id=request.id, plan=plan, lease=lease, on_end=on_end
+            )
             turn.begin()
         except BaseException:
             lease.release()
@@ -168,7 +177,15 @@ def create_app(
         finally:
             await bridge.close()
 
-    app = FastAPI(title="adk-stream-protocol", lifespan=lifespan)
+    docs = settings.api_docs
+    app = FastAPI(
+        title="adk-stream-protocol",
+        lifespan=lifespan,
+        docs_url="/docs" if docs else None,
+        redoc_url="/redoc" if docs else None,
+        openapi_url="/openapi.json" if docs else None,
+    )
+    # Added innermost first: the host check runs before anything else.
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,
@@ -177,6 +194,8 @@ def create_app(
             allow_headers=["*"],
             expose_headers=["x-vercel-ai-ui-message-stream"],
         )
+    app.add_middleware(SecurityHeadersMiddleware, exempt=("/docs", "/redoc"))
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.trusted_hosts)
     if identity is not None:
         app.dependency_overrides[current_user] = identity
     app.include_router(stream_router)

@@ -19,20 +19,30 @@ import re
 from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Depends, WebSocket, WebSocketDisconnect
+from fastapi.responses import PlainTextResponse
 from google.adk.agents import LiveRequestQueue
 from google.adk.events import Event
 from google.genai import types
-from pydantic import ValidationError
 
 from adk_stream_protocol.approvals import ApprovalQueue, BrowserCalls, PendingApproval
 from adk_stream_protocol.chunks import BaseChunk, ErrorChunk
 from adk_stream_protocol.converter import StreamProtocolConverter, only_what_pauses
-from adk_stream_protocol.errors import RequestError
+from adk_stream_protocol.errors import RequestError, log_error, new_error_reference
 from adk_stream_protocol.identity import current_user
 from adk_stream_protocol.inputs import browser_result, user_content
+from adk_stream_protocol.limits import RequestLimits, run_bounded
+from adk_stream_protocol.live_frames import (
+    AudioChunkFrame,
+    AudioControlFrame,
+    InterruptFrame,
+    PingFrame,
+    ToolResultFrame,
+    parse_frame,
+    read_frame,
+)
+from adk_stream_protocol.security import origin_allowed
 from adk_stream_protocol.sessions import ChatLease
 from adk_stream_protocol.sse import DONE, format_event
-from adk_stream_protocol.stream import readable_validation_error
 from adk_stream_protocol.turns import CANCELLED_RESULT, new_message_id
 from adk_stream_protocol.ui_messages import (
     CHAT_ID_PATTERN,
@@ -55,7 +65,6 @@ CLOSE_CHAT_BUSY = 4409
 CLOSE_TOO_BIG = 1009
 CLOSE_INTERNAL = 1011
 
-_ENVELOPE_KEYS = frozenset({"type", "version", "timestamp"})
 # How long a new message waits for the model to close a turn it abandons.
 _TURN_END_WAIT_SECONDS = 10.0
 
@@ -63,6 +72,11 @@ _TURN_END_WAIT_SECONDS = 10.0
 @router.websocket("/live")
 async def live(websocket: WebSocket, user_id: Annotated[str, Depends(current_user)]) -> None:
     bridge: Bridge = websocket.app.state.bridge
+    if not origin_allowed(websocket.headers, bridge.settings.cors_origins):
+        # A page of another site: its socket would carry this user's cookies.
+        logger.info("live handshake refused: origin not allowed")
+        await _deny(websocket, 403, "this origin may not open /live; see ADK_STREAM_CORS_ORIGINS")
+        return
     await websocket.accept()
     chat_id = websocket.query_params.get("chatId", "")
     if not re.fullmatch(CHAT_ID_PATTERN, chat_id):
@@ -74,6 +88,14 @@ async def live(websocket: WebSocket, user_id: Annotated[str, Depends(current_use
         return
     connection = LiveConnection(bridge, websocket, user_id=user_id, chat_id=chat_id, lease=lease)
     await connection.serve()
+
+
+async def _deny(websocket: WebSocket, status: int, reason: str) -> None:
+    """Refuse a handshake with an HTTP status, where the server can send one."""
+    try:
+        await websocket.send_denial_response(PlainTextResponse(reason, status_code=status))
+    except RuntimeError:  # no denial-response extension: a plain close (HTTP 403)
+        await websocket.close(1008, reason)
 
 
 class LiveResponse:
@@ -104,6 +126,7 @@ class LiveConnection:
         self._bridge = bridge
         self._settings = bridge.settings
         self._ws = websocket
+        self._limits = RequestLimits.from_settings(self._settings)
         self.user_id = user_id
         self.chat_id = chat_id
         self._lease = lease
@@ -128,6 +151,8 @@ class LiveConnection:
         self._turn_idle = asyncio.Event()
         self._turn_idle.set()
         self._send_lock = asyncio.Lock()
+        # Whether this socket holds one of the process's response slots (an open response).
+        self._holds_slot = False
 
     # -- the socket ---------------------------------------------------------------------------
 
@@ -152,35 +177,50 @@ class LiveConnection:
             if text is None:
                 await self._control_error("binary frames are not accepted; send JSON text")
                 continue
-            if len(text.encode()) > limit:
+            size = len(text.encode("utf-8", "surrogatepass"))
+            if size > limit:
                 await self._ws.close(CLOSE_TOO_BIG, f"frames are limited to {limit} bytes")
                 return
-            await self._on_frame(text)
+            try:
+                await self._on_frame(text, size)
+            except Exception as exc:
+                # A bug of ours must not kill the socket or leave a response half-open.
+                await self._frame_failed(exc)
 
-    async def _on_frame(self, text: str) -> None:
+    async def _on_frame(self, text: str, size: int) -> None:
         try:
-            frame = json.loads(text)
-        except json.JSONDecodeError as exc:
-            await self._control_error(f"the frame is not valid JSON: {exc}")
+            raw = await run_bounded(size, read_frame, text, self._limits)
+        except RequestError as exc:
+            await self._control_error(exc.message)
             return
-        if not isinstance(frame, dict):
-            await self._control_error("a frame must be a JSON object with a type")
+        if raw.get("type") == "message":
+            await self._on_message(raw, size)
             return
-        kind = frame.get("type")
-        if kind == "ping":
-            await self._send_json({"type": "pong", "timestamp": frame.get("timestamp")})
-        elif kind == "message":
-            await self._on_message(frame)
-        elif kind == "interrupt":
+        try:
+            frame = parse_frame(raw, self._limits)
+        except RequestError as exc:
+            await self._control_error(exc.message)
+            return
+        if isinstance(frame, PingFrame):
+            await self._send_json({"type": "pong", "timestamp": frame.timestamp})
+        elif isinstance(frame, InterruptFrame):
             await self._interrupt()
-        elif kind == "audio_chunk":
+        elif isinstance(frame, AudioChunkFrame):
             await self._on_audio(frame)
-        elif kind == "audio_control":
+        elif isinstance(frame, AudioControlFrame):
             await self._on_audio_control(frame)
-        elif kind == "tool_result":
+        elif isinstance(frame, ToolResultFrame):
             await self._on_tool_result(frame)
-        else:
-            await self._control_error(f"unknown frame type {kind!r}")
+
+    async def _frame_failed(self, exc: Exception) -> None:
+        reference = new_error_reference()
+        log_error(reference, type(exc).__name__, str(exc), exc)
+        response = self._response
+        if response is not None:
+            self._close_response(response)
+            await self._send_chunks([*response.buffer, *response.converter.fail(exc)])
+            await self._send_text(DONE)
+        await self._control_error(f"the server could not handle that frame (ref {reference})")
 
     async def _shut_down(self) -> None:
         """Disconnect: nobody can answer any more. Nothing pending runs; nothing stays."""
@@ -194,17 +234,22 @@ class LiveConnection:
                 self._run_task.cancel()
                 await asyncio.gather(self._run_task, return_exceptions=True)
         self._bridge.live_gates.pop((self.user_id, self.chat_id), None)
+        self._release_slot()
         self._lease.release()
         logger.info("live disconnected user=%s chat=%s", self.user_id, self.chat_id)
 
     # -- requests -----------------------------------------------------------------------------
 
-    async def _on_message(self, frame: dict[str, Any]) -> None:
+    async def _on_message(self, frame: dict[str, Any], size: int) -> None:
         if self._response is not None:
             await self._control_error("a response is still streaming; send after its [DONE]")
             return
         try:
-            request = self._parse_request(frame)
+            if not self._holds_slot:
+                if not self._bridge.response_slots.try_acquire():
+                    raise self._bridge.response_slots.busy_error()
+                self._holds_slot = True
+            request = await self._parse_request(frame, size)
             if request.last_message.role == "assistant":
                 await self._continue(request)
             else:
@@ -213,13 +258,13 @@ class LiveConnection:
             logger.info("live request refused chat=%s reason=%s", self.chat_id, exc.message)
             await self._send_chunks([ErrorChunk(error_text=exc.message)])
             await self._send_text(DONE)
+        finally:
+            if self._response is None:  # refused, or already ended
+                self._release_slot()
 
-    def _parse_request(self, frame: dict[str, Any]) -> ChatRequest:
-        body = {k: v for k, v in frame.items() if k not in _ENVELOPE_KEYS}
-        try:
-            request = ChatRequest.model_validate(body)
-        except ValidationError as exc:
-            raise RequestError(422, readable_validation_error(exc)) from None
+    async def _parse_request(self, frame: dict[str, Any], size: int) -> ChatRequest:
+        request = await run_bounded(size, parse_frame, frame, self._limits)
+        assert isinstance(request, ChatRequest)
         if request.id != self.chat_id:
             raise RequestError(422, f"this socket serves chat {self.chat_id!r}, not {request.id!r}")
         if request.trigger == "regenerate-message":
@@ -311,33 +356,29 @@ class LiveConnection:
         self._discard_until_turn_end = True
         await self._end_response(reason="other")
 
-    async def _on_audio(self, frame: dict[str, Any]) -> None:
+    async def _on_audio(self, frame: AudioChunkFrame) -> None:
         try:
-            data = base64.b64decode(str(frame.get("chunk", "")), validate=True)
-            rate = int(frame.get("sampleRate") or 16000)
+            data = base64.b64decode(frame.chunk, validate=True)
         except (binascii.Error, ValueError):
             await self._control_error("audio_chunk needs base64 PCM16 in `chunk`")
             return
         await self._ensure_running()
+        rate = frame.sample_rate
         self._queue.send_realtime(types.Blob(mime_type=f"audio/pcm;rate={rate}", data=data))
 
-    async def _on_audio_control(self, frame: dict[str, Any]) -> None:
-        action = frame.get("action")
+    async def _on_audio_control(self, frame: AudioControlFrame) -> None:
         await self._ensure_running()
-        if action == "start":
+        if frame.action == "start":
             self._queue.send_activity_start()
-        elif action == "stop":
-            self._queue.send_activity_end()
         else:
-            await self._control_error("audio_control action must be 'start' or 'stop'")
+            self._queue.send_activity_end()
 
-    async def _on_tool_result(self, frame: dict[str, Any]) -> None:
+    async def _on_tool_result(self, frame: ToolResultFrame) -> None:
         """The predecessor's envelope for a browser tool's output."""
-        call_id = frame.get("toolCallId")
-        result = frame.get("result")
-        if not isinstance(call_id, str) or call_id not in self._browser_calls:
+        call_id, result = frame.tool_call_id, frame.result
+        if call_id not in self._browser_calls:
             await self._control_error(
-                f"tool_result for {call_id!r} answers no waiting browser call"
+                f"tool_result for {call_id[:64]!r} answers no waiting browser call"
             )
             return
         self._deliver(call_id, result if isinstance(result, dict) else {"result": result})
@@ -369,7 +410,7 @@ class LiveConnection:
     async def _fail(self, exc: Exception) -> None:
         response = self._response
         if response is not None:
-            self._response = None
+            self._close_response(response)
             await self._send_chunks([*response.buffer, *response.converter.fail(exc)])
             await self._send_text(DONE)
         else:
@@ -433,7 +474,7 @@ class LiveConnection:
         if response is None:
             return
         await self._emit(response.converter.finish(reason))  # type: ignore[arg-type]
-        self._response = None
+        self._close_response(response)
         if response.defer:
             converter = response.converter
             if converter.awaiting_client and not converter.errored:
@@ -495,6 +536,17 @@ class LiveConnection:
         )
         defer = continuation and not self._settings.stream_intermediate_results
         self._response = LiveResponse(converter, defer=defer)
+
+    def _close_response(self, response: LiveResponse) -> None:
+        if self._response is response:
+            self._response = None
+            self._release_slot()
+
+    def _release_slot(self) -> None:
+        """Give back the process-wide response slot the open response holds."""
+        if self._holds_slot:
+            self._holds_slot = False
+            self._bridge.response_slots.release()
 
     def _converter(self) -> StreamProtocolConverter:
         assert self._response is not None

@@ -36,6 +36,8 @@ class Settings(BaseSettings):
     max_frame_bytes: int = 8 * 1024 * 1024
     # Show exception details in `error` chunks (development only).
     error_detail: bool = False
+    # Browser origins other than the server's own that may call it: CORS on HTTP, and the
+    # `Origin` check of the /live handshake. `*` allows any.
     cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
     # The built playground page, served at `/` when it exists (scripts/serve builds it).
     playground_dir: Path | None = Path(__file__).resolve().parent.parent / "playground" / "dist"
@@ -43,16 +45,40 @@ class Settings(BaseSettings):
     port: int = 8000
     # Seconds between keep-alive comments while the agent is silent.
     keep_alive_seconds: float = 15.0
+    # -- Limits on what one request may ask (docs/adr/0019). Each is refused with 413 or 422
+    # and a readable reason; within them, no request blocks the event loop.
     # Largest accepted request body, in bytes (images arrive base64-encoded in it).
-    max_request_bytes: int = 20 * 1024 * 1024
+    max_request_bytes: int = Field(default=20 * 1024 * 1024, gt=0)
+    # Characters of text in one user message (what goes to the model).
+    max_message_chars: int = Field(default=200_000, gt=0)
+    # Parts in one message, and messages in one request (the client sends the whole chat).
+    max_parts_per_message: int = Field(default=1_000, gt=0)
+    max_messages_per_request: int = Field(default=1_000, gt=0)
+    # Nesting of JSON in a body or frame. The JSON parser itself stops at 200 levels.
+    max_json_depth: int = Field(default=64, gt=0, le=200)
+    # Bytes of one file part, decoded.
+    max_file_bytes: int = Field(default=10 * 1024 * 1024, gt=0)
+    # Seconds a request body may take to arrive in full; slower senders get 408.
+    request_body_timeout_seconds: float = Field(default=30.0, gt=0)
+    # Responses one process streams at once, on both transports; more get
+    # 503 with Retry-After at once instead of queueing. 0 turns the cap off.
+    max_concurrent_responses: int = Field(default=100, ge=0)
+    # -- Who may call (docs/adr/0019).
+    # Host names the server answers to (Host header), against DNS rebinding. `*` allows any;
+    # `*.example.com` a domain. The default allows only this machine.
+    trusted_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: ["localhost", "127.0.0.1", "[::1]", "*.localhost"]
+    )
+    # Serve /docs, /redoc and /openapi.json.
+    api_docs: bool = False
     # How long a request waits for an earlier request on the same chat to finish.
     chat_busy_timeout_seconds: float = 5.0
 
-    @field_validator("cors_origins", mode="before")
+    @field_validator("cors_origins", "trusted_hosts", mode="before")
     @classmethod
-    def _split_origins(cls, value: object) -> object:
+    def _split_list(cls, value: object) -> object:
         if isinstance(value, str):  # comma-separated in the environment
-            return [origin.strip() for origin in value.split(",") if origin.strip()]
+            return [item.strip() for item in value.split(",") if item.strip()]
         return value
 
     def resolved_model(self) -> str:

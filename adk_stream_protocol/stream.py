@@ -9,18 +9,16 @@ the middle of a write.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
 from google.adk.agents.run_config import RunConfig, StreamingMode
 from google.adk.events import Event
-from pydantic import ValidationError
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from adk_stream_protocol.chunks import BaseChunk
@@ -33,10 +31,12 @@ from adk_stream_protocol.history import (
     USER_MESSAGE_ID_KEY,
 )
 from adk_stream_protocol.identity import current_user
+from adk_stream_protocol.limits import RequestLimits, run_bounded
 from adk_stream_protocol.sessions import ChatLease
+from adk_stream_protocol.settings import Settings
 from adk_stream_protocol.sse import DONE, KEEP_ALIVE_COMMENT, SSE_HEADERS, encode_event
 from adk_stream_protocol.turns import TurnPlan
-from adk_stream_protocol.ui_messages import PART_TAGS, ChatRequest
+from adk_stream_protocol.ui_messages import ChatRequest, parse_chat_body
 
 if TYPE_CHECKING:
     from adk_stream_protocol.app import Bridge
@@ -46,13 +46,68 @@ logger = logging.getLogger(__name__)
 router = APIRouter()
 
 
-@router.post("/stream", response_model=None)
+def _inlined(schema: Any, defs: dict[str, Any]) -> Any:
+    """The schema with its local ``$ref``s replaced by what they name (no type refers to
+    itself), so it can stand inline in the OpenAPI document."""
+    if isinstance(schema, dict):
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            return _inlined(defs[ref.removeprefix("#/$defs/")], defs)
+        return {k: _inlined(v, defs) for k, v in schema.items() if k != "$defs"}
+    if isinstance(schema, list):
+        return [_inlined(item, defs) for item in schema]
+    return schema
+
+
+def _openapi() -> dict[str, Any]:
+    """The body is read by hand (size, time and depth limits come first), so FastAPI cannot
+    derive its schema: it is declared here for /docs and for the schema-driven fuzz tests."""
+    schema = ChatRequest.model_json_schema(by_alias=True)
+    error = {"content": {"application/json": {"schema": {"type": "object"}}}}
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": _inlined(schema, schema.get("$defs", {}))}},
+        },
+        "responses": {
+            "200": {
+                "description": "The UI message stream (Server-Sent Events)",
+                "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            },
+            **{
+                str(status): {"description": description, **error}
+                for status, description in (
+                    (408, "The body arrived too slowly"),
+                    (409, "The chat is busy, or the request conflicts with its history"),
+                    (413, "Over a request limit"),
+                    (415, "Not JSON"),
+                    (422, "Not a valid chat request"),
+                    (503, "The server is at its response limit; retry after Retry-After"),
+                )
+            },
+        },
+    }
+
+
+@router.post("/stream", response_model=None, openapi_extra=_openapi())
 async def stream(request: Request, user_id: Annotated[str, Depends(current_user)]) -> Response:
     bridge: Bridge = request.app.state.bridge
+    slots = bridge.response_slots
+    if not slots.try_acquire():
+        exc = slots.busy_error()
+        logger.warning("stream request shed: %s responses open", slots.in_use)
+        return JSONResponse(
+            {"detail": exc.message},
+            status_code=exc.status,
+            headers={"retry-after": str(slots.RETRY_AFTER_SECONDS)},
+        )
     try:
-        chat = await read_chat_request(request, bridge.settings.max_request_bytes)
-        turn = await bridge.prepare_turn(user_id, chat)
-    except RequestError as exc:
+        chat = await read_chat_request(request, bridge.settings)
+        turn = await bridge.prepare_turn(user_id, chat, on_end=slots.release)
+    except BaseException as exc:
+        slots.release()  # the turn never began, so it will not release it
+        if not isinstance(exc, RequestError):
+            raise
         logger.info("stream request refused status=%s reason=%s", exc.status, exc.message)
         return JSONResponse({"detail": exc.message}, status_code=exc.status)
     return EventSourceResponse(
@@ -64,46 +119,29 @@ async def stream(request: Request, user_id: Annotated[str, Depends(current_user)
     )
 
 
-async def read_chat_request(request: Request, max_bytes: int) -> ChatRequest:
+async def read_chat_request(request: Request, settings: Settings) -> ChatRequest:
     content_type = request.headers.get("content-type", "")
     if content_type.split(";")[0].strip().lower() != "application/json":
         raise RequestError(415, "send the chat request as application/json")
+    limits = RequestLimits.from_settings(settings)
+    max_bytes = limits.max_request_bytes
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > max_bytes:
         raise RequestError(413, f"the request body is larger than {max_bytes} bytes")
     body = bytearray()
-    async for piece in request.stream():
-        body.extend(piece)
-        if len(body) > max_bytes:
-            raise RequestError(413, f"the request body is larger than {max_bytes} bytes")
     try:
-        payload = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise RequestError(422, f"the request body is not valid JSON: {exc}") from None
-    try:
-        return ChatRequest.model_validate(payload)
-    except ValidationError as exc:
-        raise RequestError(422, readable_validation_error(exc)) from None
-
-
-def readable_validation_error(exc: ValidationError) -> str:
-    problems = []
-    for error in exc.errors(include_url=False):
-        where = ".".join(str(p) for p in _data_path(error["loc"]))
-        problems.append(f"{where or 'body'}: {error['msg']}")
-    return "invalid chat request: " + "; ".join(problems)
-
-
-def _data_path(loc: tuple[int | str, ...]) -> list[int | str]:
-    # pydantic puts the matched part type's union tag right after `parts.<n>`; people need
-    # the path of their data, not our type names.
-    return [
-        item
-        for i, item in enumerate(loc)
-        if not (
-            i >= 2 and loc[i - 2] == "parts" and isinstance(loc[i - 1], int) and item in PART_TAGS
-        )
-    ]
+        async with asyncio.timeout(settings.request_body_timeout_seconds):
+            async for piece in request.stream():
+                body.extend(piece)
+                if len(body) > max_bytes:
+                    raise RequestError(413, f"the request body is larger than {max_bytes} bytes")
+    except TimeoutError:
+        raise RequestError(
+            408,
+            f"the request body did not arrive within {settings.request_body_timeout_seconds:g} s",
+        ) from None
+    chat: ChatRequest = await run_bounded(len(body), parse_chat_body, bytes(body), limits)
+    return chat
 
 
 class StreamTurn:
@@ -117,8 +155,10 @@ class StreamTurn:
         chat_id: str,
         plan: TurnPlan,
         lease: ChatLease,
+        on_end: Callable[[], None],
     ) -> None:
         self._bridge = bridge
+        self._on_end = on_end
         self._user_id = user_id
         self._chat_id = chat_id
         self._plan = plan
@@ -177,6 +217,7 @@ class StreamTurn:
                 self._put(only_what_pauses(held) if paused else held)
             self._queue.put_nowait(None)
             self._lease.release()
+            self._on_end()
 
     def _events(self) -> AsyncGenerator[Event, None]:
         plan = self._plan

@@ -3,17 +3,20 @@
 Parts are validated by their ``type``; an unknown type is an error, not something to drop.
 Unknown *keys* on known parts are ignored, because newer 6.x clients add fields (``title``,
 ``callProviderMetadata``, ``preliminary``…) that the server does not need
-(docs/adr/0005-request-validation.md).
+(docs/adr/0005-request-validation.md). Values are strict: a decision is a JSON boolean and an
+id a string, never a coerced ``"yes"`` or ``1`` (docs/adr/0019).
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
 from pydantic.alias_generators import to_camel
 
 from adk_stream_protocol.chunks import UnknownJson
+from adk_stream_protocol.errors import RequestError
+from adk_stream_protocol.limits import RequestLimits, read_json
 
 # Chat ids become ADK session ids and appear in logs: keep them to a safe alphabet.
 CHAT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
@@ -30,7 +33,9 @@ ToolState: TypeAlias = Literal[
 
 
 class UIModel(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="ignore", strict=True
+    )
 
 
 class TextUIPart(UIModel):
@@ -176,3 +181,75 @@ class ChatRequest(UIModel):
     @property
     def last_message(self) -> UIMessage:
         return self.messages[-1]
+
+
+def parse_chat_body(raw: bytes | str, limits: RequestLimits) -> ChatRequest:
+    """A ``POST /stream`` body: untrusted JSON in, a checked ``ChatRequest`` out."""
+    return parse_chat_request(read_json(raw, limits.max_json_depth), limits)
+
+
+def parse_chat_request(payload: Any, limits: RequestLimits) -> ChatRequest:
+    """Validate a parsed chat request and hold it to the request limits."""
+    try:
+        request = ChatRequest.model_validate(payload)
+    except ValidationError as exc:
+        raise RequestError(422, readable_validation_error(exc)) from None
+    check_limits(request, limits)
+    return request
+
+
+def check_limits(request: ChatRequest, limits: RequestLimits) -> None:
+    if len(request.messages) > limits.max_messages_per_request:
+        raise RequestError(
+            413,
+            f"the request holds {len(request.messages)} messages; the limit is "
+            f"{limits.max_messages_per_request}",
+        )
+    for message in request.messages:
+        if len(message.parts) > limits.max_parts_per_message:
+            raise RequestError(
+                413,
+                f"message {message.id!r} has {len(message.parts)} parts; the limit is "
+                f"{limits.max_parts_per_message}",
+            )
+        for part in message.parts:
+            if isinstance(part, FileUIPart) and _decoded_size(part.url) > limits.max_file_bytes:
+                raise RequestError(
+                    413,
+                    f"a file in message {message.id!r} is larger than "
+                    f"{limits.max_file_bytes} bytes",
+                )
+        if message.role == "user":
+            chars = sum(len(p.text) for p in message.parts if isinstance(p, TextUIPart))
+            if chars > limits.max_message_chars:
+                raise RequestError(
+                    413,
+                    f"message {message.id!r} has {chars} characters of text; the limit is "
+                    f"{limits.max_message_chars}",
+                )
+
+
+def _decoded_size(url: str) -> int:
+    """An upper bound of a data: URL's decoded size, without decoding it."""
+    header, _, data = url.partition(",")
+    return len(data) * 3 // 4 if header.endswith(";base64") else len(data)
+
+
+def readable_validation_error(exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors(include_url=False, include_input=False):
+        where = ".".join(str(p) for p in _data_path(error["loc"]))
+        problems.append(f"{where or 'body'}: {error['msg']}")
+    return "invalid chat request: " + "; ".join(problems)
+
+
+def _data_path(loc: tuple[int | str, ...]) -> list[int | str]:
+    # pydantic puts the matched part type's union tag right after `parts.<n>`; people need
+    # the path of their data, not our type names.
+    return [
+        item
+        for i, item in enumerate(loc)
+        if not (
+            i >= 2 and loc[i - 2] == "parts" and isinstance(loc[i - 1], int) and item in PART_TAGS
+        )
+    ]

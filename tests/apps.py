@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from fastapi import Header
+from fastapi import Header, HTTPException
+from starlette.requests import HTTPConnection
 
 from adk_stream_protocol import create_app
 
@@ -14,3 +15,24 @@ async def user_from_header(x_test_user: str = Header()) -> str:
 
 # The demo agent, with identity taken from `x-test-user` (see the `identity` parameter).
 header_identity_app = create_app(identity=user_from_header)
+
+
+# Test-only tokens. A real deployment verifies a signed token (a JWT, a session cookie) here.
+_TOKENS = {"token-alice": "alice", "token-bob": "bob"}
+
+
+async def user_from_token(connection: HTTPConnection) -> str:
+    """The way README documents for both transports: `Authorization: Bearer <token>` on HTTP,
+    `?token=<token>` where a browser cannot set headers (the WebSocket handshake). Raising
+    HTTPException refuses the request, and on /live the handshake, with that status."""
+    token = connection.query_params.get("token")
+    scheme, _, credentials = connection.headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer":
+        token = credentials
+    user = _TOKENS.get(token or "")
+    if user is None:
+        raise HTTPException(401, "a valid token is needed")
+    return user
+
+
+token_identity_app = create_app(identity=user_from_token)

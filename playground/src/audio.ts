@@ -163,17 +163,9 @@ export class PcmPlayer {
 export const MIC_SAMPLE_RATE = 16000;
 const FRAME_SAMPLES = MIC_SAMPLE_RATE / 10; // 100 ms
 
-// The AudioWorklet only copies the input out; resampling happens on the main thread.
-const TAP_WORKLET = `
-class PcmTap extends AudioWorkletProcessor {
-  process(inputs) {
-    const channel = inputs[0] && inputs[0][0];
-    if (channel) this.port.postMessage(channel.slice(0));
-    return true;
-  }
-}
-registerProcessor('pcm-tap', PcmTap);
-`;
+// The AudioWorklet only copies the input out; resampling happens on the main thread. It is a
+// file of the page's own origin (not a blob: URL), as the page's Content-Security-Policy asks.
+const TAP_WORKLET_URL = new URL('./pcm-tap.worklet.js', import.meta.url).href;
 
 /** Streaming downsampler: each output sample averages the input samples it covers. */
 export class Downsampler {
@@ -264,12 +256,7 @@ export class MicCapture {
       mute.connect(ctx.destination);
       let capture: MicCapture;
       if (ctx.audioWorklet) {
-        const url = URL.createObjectURL(new Blob([TAP_WORKLET], { type: 'text/javascript' }));
-        try {
-          await ctx.audioWorklet.addModule(url);
-        } finally {
-          URL.revokeObjectURL(url);
-        }
+        await ctx.audioWorklet.addModule(TAP_WORKLET_URL);
         const tap = new AudioWorkletNode(ctx, 'pcm-tap', {
           numberOfInputs: 1,
           numberOfOutputs: 1,

@@ -131,6 +131,9 @@ def open_playground(
     yield open_
     for context in contexts:
         context.close()
+    # The page's Content-Security-Policy (docs/adr/0019) must not block anything it does.
+    blocked = [line for line in console if "Content Security Policy" in line]
+    assert not blocked, "\n".join(blocked)
 
 
 @pytest.fixture(params=["stream", "live"])
