@@ -294,6 +294,7 @@ class LiveConnection:
         self._open_response(new_message_id())
         await self._emit(self._converter().start())
         if content is not None:
+            self._turn_idle.clear()  # the model's turn has begun; it ends with turn_complete
             self._queue.send_content(content)
         logger.info("live turn chat=%s voice=%s", self.chat_id, content is None)
 
@@ -353,7 +354,9 @@ class LiveConnection:
         if response is None:
             return
         logger.info("live interrupt chat=%s", self.chat_id)
-        self._discard_until_turn_end = True
+        # Only a model turn under way ends with a turn_complete to wait for: a voice turn
+        # stopped before any audio has none, and discarding would swallow the next turn.
+        self._discard_until_turn_end = not self._turn_idle.is_set()
         await self._end_response(reason="other")
 
     async def _on_audio(self, frame: AudioChunkFrame) -> None:

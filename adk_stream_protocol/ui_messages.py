@@ -232,7 +232,9 @@ def check_limits(request: ChatRequest, limits: RequestLimits) -> None:
 def _decoded_size(url: str) -> int:
     """An upper bound of a data: URL's decoded size, without decoding it."""
     header, _, data = url.partition(",")
-    return len(data) * 3 // 4 if header.endswith(";base64") else len(data)
+    if not header.endswith(";base64"):
+        return len(data)
+    return len(data) * 3 // 4 - (len(data) - len(data.rstrip("=")))
 
 
 def readable_validation_error(exc: ValidationError) -> str:

@@ -39,6 +39,8 @@ class Size:
     turn_window: float  # seconds within which each socket starts its next turn
     approvals: int  # approvals per run and transport
     startups: int  # server starts per run and server
+    shed_cap: int  # the cap on concurrent responses in the load-shedding benchmark
+    lag_chars: int  # characters of the large messages timed for event-loop lag
 
 
 SIZES = {
@@ -60,6 +62,8 @@ SIZES = {
         turn_window=0.2,
         approvals=1,
         startups=1,
+        shed_cap=5,
+        lag_chars=20_000,
     ),
     "moderate": Size(
         name="moderate",
@@ -79,6 +83,8 @@ SIZES = {
         turn_window=4.0,
         approvals=20,
         startups=1,
+        shed_cap=100,  # the default
+        lag_chars=200_000,  # the default max_message_chars
     ),
 }
 

@@ -17,7 +17,11 @@ BENCHMARKS = (
     "3 concurrency /live",
     "4 approval",
     "5 start-up",
+    "6 load shedding /stream",
+    "6 event-loop lag /stream",
 )
+# These start fresh servers every run: size.load_runs runs, not size.runs.
+LOAD_BENCHMARKS = ("3 ", "6 load shedding")
 
 
 def test_every_benchmark_yields_figures_and_the_table(tmp_path: Path) -> None:
@@ -26,7 +30,7 @@ def test_every_benchmark_yields_figures_and_the_table(tmp_path: Path) -> None:
 
     assert {f.benchmark for f in figures} == set(BENCHMARKS)
     for figure in figures:
-        runs = size.load_runs if figure.benchmark.startswith("3 ") else size.runs
+        runs = size.load_runs if figure.benchmark.startswith(LOAD_BENCHMARKS) else size.runs
         assert len(figure.ours) == runs, figure
         assert len(figure.theirs) == runs, figure
         assert all(math.isfinite(v) and v >= 0 for v in figure.ours + figure.theirs), figure

@@ -20,6 +20,7 @@ import pytest
 
 from tests.support import (
     LiveServer,
+    LiveSocket,
     answer_approvals,
     chat_body,
     post_stream,
@@ -270,3 +271,30 @@ def test_over_the_response_cap_a_request_gets_503_at_once(one_slot_server: LiveS
     # The slot is free again once the response has ended.
     after = post_stream(one_slot_server.base_url, chat_body(new_chat(), user_message("hi", "u-1")))
     assert after.status == 200
+
+
+def test_over_the_response_cap_a_live_message_gets_a_busy_error(
+    one_slot_server: LiveServer,
+) -> None:
+    url = f"{one_slot_server.base_url}/stream"
+    slow = chat_body(new_chat(), user_message("slow 2", "u-1"))
+    live = LiveSocket(one_slot_server, new_chat())
+    try:
+        with httpx.stream("POST", url, json=slow, timeout=30) as first:
+            lines = first.iter_lines()
+            assert next(lines).startswith("data: ")  # holds the only slot
+            (error,) = live.message(user_message("hi", "u-1")).of_type("error")
+            assert "busy" in error["errorText"]
+            list(lines)
+        # The socket is usable, and its response holds the slot only while it is open.
+        # (This test agent has no live model, so the turn itself ends in an error chunk.)
+        answered = live.message(user_message("hi", "u-2"))
+        assert answered.types()[0] == "start" and "busy" not in answered.body
+        assert (
+            post_stream(
+                one_slot_server.base_url, chat_body(new_chat(), user_message("hi", "u-1"))
+            ).status
+            == 200
+        )
+    finally:
+        live.close()
