@@ -530,6 +530,54 @@ def test_parse_intent(text: str, kind: str, steps: list[list[tuple[Any, str, str
         assert parsed == steps
 
 
+@pytest.mark.parametrize(
+    ("text", "steps"),
+    [
+        # A payment may start right where the previous one ended, inside a run of letters.
+        ("アリスに5ドルボブに3ドル送金", [[(5, "アリス", "USD"), (3, "ボブ", "USD")]]),
+        ("花子に5円太郎に3円送金", [[(5, "花子", "JPY"), (3, "太郎", "JPY")]]),
+        ("pay Bob 5usd-Ann 3", [[(5, "Bob", "USD"), (3, "Ann", "USD")]]),
+        ("5ドルを花子さんに3円を太郎に送金", [[(5, "花子", "USD"), (3, "太郎", "JPY")]]),
+        # A stop word joined to a name is skipped; a hyphenated name is kept whole.
+        ("pay to-Bob 5", [[(5, "Bob", "USD")]]),
+        ("Pay Mary-Ann 5", [[(5, "Mary-Ann", "USD")]]),
+        ("pay $ 5 to Bob", [[(5, "Bob", "USD")]]),
+        ("Send  50   dollars   to   Hanako", [[(50, "Hanako", "USD")]]),
+        ("Pay Bob 1,000.50", [[(1000.5, "Bob", "USD")]]),
+        (
+            "pay Ann 1 then Ben 2 and then Cy 3",
+            [[(1, "Ann", "USD")], [(2, "Ben", "USD")], [(3, "Cy", "USD")]],
+        ),
+    ],
+)
+def test_payment_edge_cases(text: str, steps: list[list[tuple[Any, str, str]]]) -> None:
+    """Pins what the linear-time payment rules must still match (see demo/model.py)."""
+    intent = parse_intent(text)
+    parsed = [
+        [(c.args["amount"], c.args["recipient"], c.args["currency"]) for c in step]
+        for step in intent.steps
+    ]
+    assert (intent.kind, parsed) == ("payment", steps)
+
+
+@pytest.mark.parametrize(
+    ("text", "city"),
+    [
+        ("weather for Rome tomorrow", "Rome"),
+        ("weather in 5, weather at Rome.", "Rome"),
+        ("weather like in Reykjavik this week", "Reykjavik"),
+        ("名古屋の天気", "名古屋"),
+        ("明日、名古屋の気温は？", "名古屋"),
+        ("今日の天気", "Tokyo"),
+    ],
+)
+def test_weather_city_edge_cases(text: str, city: str) -> None:
+    """Pins what the linear-time city rules must still find (see demo/model.py)."""
+    intent = parse_intent(text)
+    assert intent.kind == "weather"
+    assert intent.steps[0][0].args == {"location": city}
+
+
 @pytest.mark.parametrize("text", ["a b c d e f g h i j k", "ab", "東京の天気", "It is 18°C."])
 def test_chunk_text_round_trips(text: str) -> None:
     chunks = chunk_text(text)

@@ -83,7 +83,7 @@ from .model import (
     OFFLINE_MODEL_NAME,
     _usage,
     chunk_text,
-    decide_reply,
+    decide_reply_off_loop,
 )
 
 __all__ = [
@@ -117,6 +117,9 @@ END_OF_SPEECH_SILENCE_SECONDS = 0.5
 IDLE_END_OF_SPEECH_SECONDS = 0.8
 # A realistic but fast pause between streamed pieces (it also lets input arrive mid-turn).
 DEFAULT_PACE_SECONDS = 0.005
+# The voice detector's RMS reads at most this many samples of a chunk, evenly spread: a
+# close loudness estimate at a cost that does not grow with the chunk (16,000 = 1 s).
+MAX_RMS_SAMPLES = 16_000
 
 _RE_RATE = re.compile(r"rate=(\d+)")
 
@@ -167,6 +170,8 @@ def _pcm16(data: bytes) -> array.array[int]:
 
 def _rms(data: bytes) -> float:
     samples = _pcm16(data)
+    if len(samples) > MAX_RMS_SAMPLES:
+        samples = samples[:: -(-len(samples) // MAX_RMS_SAMPLES)]
     if not samples:
         return 0.0
     return math.sqrt(sum(s * s for s in samples) / len(samples))
@@ -264,10 +269,11 @@ class _Turn:
     """One model turn being produced, and what an interruption has to close."""
 
     task: asyncio.Task[None] | None = None
-    heard: str = ""  # Input transcription streamed, final not yet sent.
-    streamed: str = ""  # Text streamed, full text not yet sent.
+    # Pieces streamed whose final response is not sent yet (lists: joined only if needed).
+    heard: list[str] = field(default_factory=list)  # Input transcription.
+    streamed: list[str] = field(default_factory=list)  # Text.
     streamed_thought: bool = False
-    spoken: str = ""  # Output transcription streamed, final not yet sent.
+    spoken: list[str] = field(default_factory=list)  # Output transcription.
     awaiting: dict[str, types.FunctionCall] = field(default_factory=dict)
     results: list[types.Part] = field(default_factory=list)
     answered: asyncio.Event = field(default_factory=asyncio.Event)
@@ -470,20 +476,21 @@ class OfflineLiveConnection(BaseLlmConnection):
         turn.task.cancel()  # Its output so far is already in the outbox.
         logger.debug("offline live model interrupted")
         if turn.heard:
-            transcription = types.Transcription(text=turn.heard, finished=True)
+            transcription = types.Transcription(text="".join(turn.heard), finished=True)
             self._put(input_transcription=transcription, partial=False)
         said = ""
         if turn.streamed:
             # Gemini closes streamed text with a full-text response flagged interrupted.
-            part = types.Part(text=turn.streamed, thought=turn.streamed_thought or None)
+            streamed = "".join(turn.streamed)
+            part = types.Part(text=streamed, thought=turn.streamed_thought or None)
             content = types.Content(role="model", parts=[part])
             self._put(content=content, partial=False, interrupted=True)
-            said = "" if turn.streamed_thought else turn.streamed
+            said = "" if turn.streamed_thought else streamed
         else:
-            if turn.spoken and self._options.output_transcription:
-                transcription = types.Transcription(text=turn.spoken, finished=True)
+            said = "".join(turn.spoken)
+            if said and self._options.output_transcription:
+                transcription = types.Transcription(text=said, finished=True)
                 self._put(output_transcription=transcription, partial=False)
-            said = turn.spoken
             self._put(interrupted=True)
         self._put(turn_complete=True)
         if said:
@@ -505,7 +512,7 @@ class OfflineLiveConnection(BaseLlmConnection):
         if spoken is not None and self._options.input_transcription:
             await self._transcribe_input(turn, spoken)
         while True:
-            reply = decide_reply(self._history)
+            reply = await decide_reply_off_loop(self._history)
             if reply.error:
                 self._put(error_code=ERROR_CODE, error_message=ERROR_MESSAGE)
                 break
@@ -545,11 +552,11 @@ class OfflineLiveConnection(BaseLlmConnection):
     async def _transcribe_input(self, turn: _Turn, phrase: str) -> None:
         for piece in chunk_text(phrase):
             await self._pause()
-            turn.heard += piece
+            turn.heard.append(piece)
             transcription = types.Transcription(text=piece, finished=False)
             self._put(input_transcription=transcription, partial=True)
         await self._pause()
-        turn.heard = ""
+        turn.heard = []
         self._put(
             input_transcription=types.Transcription(text=phrase, finished=True), partial=False
         )
@@ -558,11 +565,11 @@ class OfflineLiveConnection(BaseLlmConnection):
         turn.streamed_thought = thought
         for piece in chunk_text(text):
             await self._pause()
-            turn.streamed += piece
+            turn.streamed.append(piece)
             part = types.Part(text=piece, thought=thought or None)
             self._put(content=types.Content(role="model", parts=[part]), partial=True)
         await self._pause()
-        turn.streamed = ""
+        turn.streamed = []
         part = types.Part(text=text, thought=thought or None)
         self._put(content=types.Content(role="model", parts=[part]), partial=False)
 
@@ -570,7 +577,7 @@ class OfflineLiveConnection(BaseLlmConnection):
         chunk_samples = round(AUDIO_SECONDS_PER_DELTA * OUTPUT_SAMPLE_RATE)
         for index, piece in enumerate(chunk_text(text)):
             await self._pause()
-            turn.spoken += piece
+            turn.spoken.append(piece)
             audio = types.Blob(
                 mime_type=OUTPUT_AUDIO_MIME_TYPE, data=_tone(index * chunk_samples, chunk_samples)
             )
@@ -580,7 +587,7 @@ class OfflineLiveConnection(BaseLlmConnection):
                 transcription = types.Transcription(text=piece, finished=False)
                 self._put(output_transcription=transcription, partial=True)
         await self._pause()
-        turn.spoken = ""
+        turn.spoken = []
         if self._options.output_transcription:
             transcription = types.Transcription(text=text, finished=True)
             self._put(output_transcription=transcription, partial=False)
