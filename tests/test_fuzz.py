@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
 import httpx
 import pytest
@@ -53,6 +53,7 @@ from adk_stream_protocol.ui_messages import (
     ChatRequest,
     FileUIPart,
     TextUIPart,
+    ToolState,
     parse_chat_body,
 )
 from tests.support import (
@@ -210,15 +211,7 @@ INTENTS = st.sampled_from(
     ]
 )
 MESSAGE_TEXTS = INTENTS | TEXT | st.integers(0, 300).map(lambda n: "w" * n)
-TOOL_STATES = [
-    "input-streaming",
-    "input-available",
-    "approval-requested",
-    "approval-responded",
-    "output-available",
-    "output-error",
-    "output-denied",
-]
+TOOL_STATES = list(get_args(ToolState))
 PART_STATES = st.sampled_from([*TOOL_STATES, "approval_requested", "done", "", "Output-Available"])
 TOOL_NAMES = st.sampled_from(
     ["process_payment", "get_weather", "get_location", "change_bgm", "adk_request_confirmation"]
