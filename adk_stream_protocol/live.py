@@ -213,13 +213,11 @@ class LiveConnection:
             await self._on_tool_result(frame)
 
     async def _frame_failed(self, exc: Exception) -> None:
+        """The open response ends with the error; with none open, a control frame says it."""
+        if await self._fail_open_response(exc):
+            return  # the converter logged it, under the reference its error chunk shows
         reference = new_error_reference()
         log_error(reference, type(exc).__name__, str(exc), exc)
-        response = self._response
-        if response is not None:
-            self._close_response(response)
-            await self._send_chunks([*response.buffer, *response.converter.fail(exc)])
-            await self._send_text(DONE)
         await self._control_error(f"the server could not handle that frame (ref {reference})")
 
     async def _shut_down(self) -> None:
@@ -245,10 +243,10 @@ class LiveConnection:
             await self._control_error("a response is still streaming; send after its [DONE]")
             return
         try:
-            if not self._holds_slot:
-                if not self._bridge.response_slots.try_acquire():
-                    raise self._bridge.response_slots.busy_error()
-                self._holds_slot = True
+            # No response is open, so this socket holds no slot: take one for this response.
+            if not self._bridge.response_slots.try_acquire():
+                raise self._bridge.response_slots.busy_error()
+            self._holds_slot = True
             request = await self._parse_request(frame, size)
             if request.last_message.role == "assistant":
                 await self._continue(request)
@@ -411,14 +409,19 @@ class LiveConnection:
             await self._fail(exc)
 
     async def _fail(self, exc: Exception) -> None:
-        response = self._response
-        if response is not None:
-            self._close_response(response)
-            await self._send_chunks([*response.buffer, *response.converter.fail(exc)])
-            await self._send_text(DONE)
-        else:
+        if not await self._fail_open_response(exc):
             logger.exception("live run failed chat=%s", self.chat_id)
         await self._ws.close(CLOSE_INTERNAL, "the live run failed")
+
+    async def _fail_open_response(self, exc: Exception) -> bool:
+        """End the open response with an ``error`` chunk and ``[DONE]``; False if none is."""
+        response = self._response
+        if response is None:
+            return False
+        self._close_response(response)
+        await self._send_chunks([*response.buffer, *response.converter.fail(exc)])
+        await self._send_text(DONE)
+        return True
 
     async def _on_event(self, event: Event) -> None:
         if event.turn_complete:
