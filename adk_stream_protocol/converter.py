@@ -5,7 +5,7 @@ turn on ``/live``): it owns that response's ids, open blocks, step state and usa
 thrown away afterwards, so nothing leaks into the next turn. Both transports feed it ADK
 events and serialise the typed chunks it returns.
 
-The partial/aggregate rule (docs/adr/0003-partial-and-aggregate-events.md): text and thoughts
+The partial/aggregate rule (docs/adr/0003-converter.md): text and thoughts
 stream from ``partial`` events; the non-partial event that follows repeats that text, so only
 its other parts (function calls, files) are used. When nothing was streamed, the non-partial
 event's text is emitted whole. This needs no event-id matching, so it also holds in live mode,
@@ -49,12 +49,10 @@ from adk_stream_protocol.chunks import (
     ToolOutputErrorChunk,
 )
 from adk_stream_protocol.errors import describe_error, log_error, new_error_reference
+from adk_stream_protocol.tool_calls import CONFIRMATION_TOOL
 
 logger = logging.getLogger(__name__)
 
-# ADK's internal tool for human confirmation. It becomes `tool-approval-request`, never a
-# tool part of its own.
-CONFIRMATION_TOOL = "adk_request_confirmation"
 
 _FINISH_REASONS: dict[str, FinishReason] = {
     "STOP": "stop",
@@ -546,42 +544,6 @@ class StreamProtocolConverter:
             out.append(TextEndChunk(id=self._text_id))
             self._text_id = None
         return out
-
-
-def only_what_pauses(chunks: Sequence[BaseChunk]) -> list[BaseChunk]:
-    """A paused response with everything held back that the seed rule (ADR 0004 of the
-    seeds, our docs/adr/0010) defers: text, reasoning, files, data and the results of calls
-    the response did not introduce. What remains is the new calls, their results and
-    approval requests, in their steps; steps left empty are dropped."""
-    introduced = {
-        c.tool_call_id
-        for c in chunks
-        if isinstance(c, ToolInputStartChunk | ToolInputAvailableChunk)
-    }
-    kept: list[BaseChunk] = []
-    for chunk in chunks:
-        if isinstance(chunk, _DEFERRED_CONTENT):
-            continue
-        if isinstance(chunk, _TOOL_OUTPUTS) and chunk.tool_call_id not in introduced:
-            continue
-        if isinstance(chunk, FinishStepChunk) and kept and isinstance(kept[-1], StartStepChunk):
-            kept.pop()  # the step held nothing that is sent now
-            continue
-        kept.append(chunk)
-    return kept
-
-
-_DEFERRED_CONTENT = (
-    TextStartChunk,
-    TextDeltaChunk,
-    TextEndChunk,
-    ReasoningStartChunk,
-    ReasoningDeltaChunk,
-    ReasoningEndChunk,
-    FileChunk,
-    DataChunk,
-)
-_TOOL_OUTPUTS = (ToolOutputAvailableChunk, ToolOutputErrorChunk, ToolOutputDeniedChunk)
 
 
 def _is_audio(part: types.Part) -> bool:

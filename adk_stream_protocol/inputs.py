@@ -99,3 +99,10 @@ def browser_result(part: AnyToolUIPart) -> dict[str, Any]:
     if isinstance(part.output, dict):
         return dict(part.output)
     return {"result": part.output}
+
+
+def is_voice_turn(message: UIMessage) -> bool:
+    """A user message with nothing to say in text: on ``/live`` the words come as audio."""
+    return bool(message.parts) and all(
+        isinstance(p, DataUIPart | StepStartUIPart) for p in message.parts
+    )

@@ -1,11 +1,9 @@
-"""``WS /live``: one socket, one ADK ``run_live``, many responses (docs/live-protocol.md).
+"""``WS /live``: the WebSocket transport (docs/live-protocol.md).
 
-A ``LiveConnection`` owns everything of one socket: the live request queue, the run task, the
-approval queue, the browser calls waiting for results, and at most one open ``LiveResponse``.
-Every ``message`` frame is a request and gets exactly one response, which ends with ``[DONE]``
-when the model's turn completes, when it is interrupted, or when the turn pauses for the client
-(an approval, a browser tool). Each response has its own converter, so ids, usage and
-transcripts never leak into the next one.
+A ``LiveConnection`` owns one socket: reading and answering its frames, the chat's lease, its
+``LiveRun`` (one ADK ``run_live`` for the socket's life) and its current ``LiveTurn``. Every
+``message`` frame is a request and gets exactly one response (``[DONE]``-terminated), sent as
+one text frame per SSE event; the turn decides what goes in it.
 """
 
 from __future__ import annotations
@@ -16,20 +14,20 @@ import binascii
 import json
 import logging
 import re
-from typing import TYPE_CHECKING, Annotated, Any
+from collections.abc import Sequence
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, WebSocket, WebSocketDisconnect
 from fastapi.responses import PlainTextResponse
-from google.adk.agents import LiveRequestQueue
 from google.adk.events import Event
 from google.genai import types
 
-from adk_stream_protocol.approvals import ApprovalQueue, BrowserCalls, PendingApproval
-from adk_stream_protocol.chunks import BaseChunk, ErrorChunk
-from adk_stream_protocol.converter import StreamProtocolConverter, only_what_pauses
+from adk_stream_protocol.bridge import Bridge, bridge_of
+from adk_stream_protocol.chunks import ErrorChunk
+from adk_stream_protocol.coordination import ChatKey, ChatLease, ResponseLog, WaitingCall
 from adk_stream_protocol.errors import RequestError, log_error, new_error_reference
 from adk_stream_protocol.identity import current_user
-from adk_stream_protocol.inputs import browser_result, user_content
+from adk_stream_protocol.inputs import is_voice_turn, user_content
 from adk_stream_protocol.limits import RequestLimits, run_bounded
 from adk_stream_protocol.live_frames import (
     AudioChunkFrame,
@@ -40,20 +38,13 @@ from adk_stream_protocol.live_frames import (
     parse_frame,
     read_frame,
 )
+from adk_stream_protocol.live_runs import LiveRun
+from adk_stream_protocol.live_turns import LiveTurn
+from adk_stream_protocol.planner import new_message_id
 from adk_stream_protocol.security import origin_allowed
-from adk_stream_protocol.sessions import ChatLease
 from adk_stream_protocol.sse import DONE, format_event
-from adk_stream_protocol.turns import CANCELLED_RESULT, new_message_id
-from adk_stream_protocol.ui_messages import (
-    CHAT_ID_PATTERN,
-    ChatRequest,
-    DataUIPart,
-    StepStartUIPart,
-    UIMessage,
-)
-
-if TYPE_CHECKING:
-    from adk_stream_protocol.app import Bridge
+from adk_stream_protocol.tool_calls import ABANDONED_RESULT, DISCONNECTED_RESULT
+from adk_stream_protocol.ui_messages import CHAT_ID_PATTERN, ChatRequest
 
 logger = logging.getLogger(__name__)
 
@@ -65,13 +56,10 @@ CLOSE_CHAT_BUSY = 4409
 CLOSE_TOO_BIG = 1009
 CLOSE_INTERNAL = 1011
 
-# How long a new message waits for the model to close a turn it abandons.
-_TURN_END_WAIT_SECONDS = 10.0
-
 
 @router.websocket("/live")
 async def live(websocket: WebSocket, user_id: Annotated[str, Depends(current_user)]) -> None:
-    bridge: Bridge = websocket.app.state.bridge
+    bridge = bridge_of(websocket.app.state)
     if not origin_allowed(websocket.headers, bridge.settings.cors_origins):
         # A page of another site: its socket would carry this user's cookies.
         logger.info("live handshake refused: origin not allowed")
@@ -82,7 +70,7 @@ async def live(websocket: WebSocket, user_id: Annotated[str, Depends(current_use
     if not re.fullmatch(CHAT_ID_PATTERN, chat_id):
         await websocket.close(CLOSE_BAD_REQUEST, "connect with ?chatId=<chat id>")
         return
-    lease = await bridge.locks.try_acquire(user_id, chat_id)
+    lease = await bridge.coordination.leases.try_acquire((user_id, chat_id))
     if lease is None:
         await websocket.close(CLOSE_CHAT_BUSY, "this chat already has a live connection")
         return
@@ -98,21 +86,6 @@ async def _deny(websocket: WebSocket, status: int, reason: str) -> None:
         await websocket.close(1008, reason)
 
 
-class LiveResponse:
-    """One response on the socket: its converter and what it is still waiting for."""
-
-    def __init__(self, converter: StreamProtocolConverter, *, defer: bool) -> None:
-        self.converter = converter
-        # Collect instead of send, to hold back what the seed rule defers (docs/adr/0010).
-        self.defer = defer
-        self.buffer: list[BaseChunk] = []
-        self.calls: set[str] = set()  # the tool calls of this response
-        self.settled: set[str] = (
-            set()
-        )  # calls that ran (browser tools: returned nothing) or got a result
-        self.announced: set[str] = set()  # approval ids whose requests were sent
-
-
 class LiveConnection:
     def __init__(
         self,
@@ -125,31 +98,19 @@ class LiveConnection:
     ) -> None:
         self._bridge = bridge
         self._settings = bridge.settings
+        self._pending = bridge.coordination.pending
         self._ws = websocket
         self._limits = RequestLimits.from_settings(self._settings)
-        self.user_id = user_id
+        self._chat: ChatKey = (user_id, chat_id)
         self.chat_id = chat_id
         self._lease = lease
-        self.approvals = ApprovalQueue(
-            self._settings.approval_timeout_seconds, self._on_approval_requested
+        self._run = LiveRun(
+            bridge, user_id, chat_id, on_event=self._on_event, on_failure=self._on_run_failure
         )
-        self.browser = BrowserCalls(self._settings.approval_timeout_seconds, self._on_browser_wait)
-        self._queue = LiveRequestQueue()
-        self._run_task: asyncio.Task[None] | None = None
-        self._response: LiveResponse | None = None
-        # Events that arrived while no response was open, for the next continuation.
-        self._backlog: list[Event] = []
-        # Text and results held back by paused continuations, for the turn's final response.
-        self._held: list[BaseChunk] = []
-        # Live state of this connection's current turn.
-        self._calls: dict[str, tuple[str, dict[str, Any]]] = {}  # call id -> (name, args)
-        self._browser_calls: set[str] = set()  # waiting for the browser's result
-        self._approved_browser_calls: set[str] = set()
-        self._sent_user_messages: set[str] = set()
-        self._discard_until_turn_end = False
-        # Set between the live model's turns (after turn_complete), clear inside one.
-        self._turn_idle = asyncio.Event()
-        self._turn_idle.set()
+        self._turn: LiveTurn | None = None
+        # The last user message: the same message sent again is refused, not answered twice.
+        self._last_user_message_id: str | None = None
+        self._sink = _SocketSink(self)
         self._send_lock = asyncio.Lock()
         # Whether this socket holds one of the process's response slots (an open response).
         self._holds_slot = False
@@ -157,8 +118,8 @@ class LiveConnection:
     # -- the socket ---------------------------------------------------------------------------
 
     async def serve(self) -> None:
-        self._bridge.live_gates[(self.user_id, self.chat_id)] = self
-        logger.info("live connected user=%s chat=%s", self.user_id, self.chat_id)
+        self._pending.watch(self._chat, self._on_waiting)
+        logger.info("live connected user=%s chat=%s", *self._chat)
         try:
             await self._receive_frames()
         finally:
@@ -204,7 +165,8 @@ class LiveConnection:
         if isinstance(frame, PingFrame):
             await self._send_json({"type": "pong", "timestamp": frame.timestamp})
         elif isinstance(frame, InterruptFrame):
-            await self._interrupt()
+            if self._turn is not None:
+                await self._turn.interrupt()
         elif isinstance(frame, AudioChunkFrame):
             await self._on_audio(frame)
         elif isinstance(frame, AudioControlFrame):
@@ -214,7 +176,7 @@ class LiveConnection:
 
     async def _frame_failed(self, exc: Exception) -> None:
         """The open response ends with the error; with none open, a control frame says it."""
-        if await self._fail_open_response(exc):
+        if self._turn is not None and await self._turn.fail_response(exc):
             return  # the converter logged it, under the reference its error chunk shows
         reference = new_error_reference()
         log_error(reference, type(exc).__name__, str(exc), exc)
@@ -222,30 +184,23 @@ class LiveConnection:
 
     async def _shut_down(self) -> None:
         """Disconnect: nobody can answer any more. Nothing pending runs; nothing stays."""
-        self.approvals.cancel_all()
-        self.browser.cancel_all(CANCELLED_RESULT)
-        self._queue.close()
-        if self._run_task is not None:
-            try:
-                await asyncio.wait_for(asyncio.shield(self._run_task), 2)
-            except (TimeoutError, Exception):
-                self._run_task.cancel()
-                await asyncio.gather(self._run_task, return_exceptions=True)
-        self._bridge.live_gates.pop((self.user_id, self.chat_id), None)
+        await self._pending.unwatch(self._chat, DISCONNECTED_RESULT)
+        await self._run.close()
         self._release_slot()
-        self._lease.release()
-        logger.info("live disconnected user=%s chat=%s", self.user_id, self.chat_id)
+        await self._lease.release()
+        logger.info("live disconnected user=%s chat=%s", *self._chat)
 
     # -- requests -----------------------------------------------------------------------------
 
     async def _on_message(self, frame: dict[str, Any], size: int) -> None:
-        if self._response is not None:
+        if self._turn is not None and self._turn.response is not None:
             await self._control_error("a response is still streaming; send after its [DONE]")
             return
+        slots = self._bridge.response_slots
         try:
             # No response is open, so this socket holds no slot: take one for this response.
-            if not self._bridge.response_slots.try_acquire():
-                raise self._bridge.response_slots.busy_error()
+            if not slots.try_acquire():
+                raise slots.busy_error()
             self._holds_slot = True
             request = await self._parse_request(frame, size)
             if request.last_message.role == "assistant":
@@ -254,10 +209,10 @@ class LiveConnection:
                 await self._new_turn(request)
         except RequestError as exc:
             logger.info("live request refused chat=%s reason=%s", self.chat_id, exc.message)
-            await self._send_chunks([ErrorChunk(error_text=exc.message)])
+            await self._send_text(format_event(ErrorChunk(error_text=exc.message)))
             await self._send_text(DONE)
         finally:
-            if self._response is None:  # refused, or already ended
+            if self._turn is None or self._turn.response is None:  # refused, or already ended
                 self._release_slot()
 
     async def _parse_request(self, frame: dict[str, Any], size: int) -> ChatRequest:
@@ -271,91 +226,50 @@ class LiveConnection:
 
     async def _new_turn(self, request: ChatRequest) -> None:
         last = request.last_message
-        if last.id in self._sent_user_messages or request.message_id is not None:
+        if last.id == self._last_user_message_id or request.message_id is not None:
             raise RequestError(409, f"message {last.id!r} was already sent on this connection")
-        content = None if _is_voice_turn(last) else user_content(last)
-        await self._ensure_running()
-        self._abandon_pending_calls()
-        if not self._turn_idle.is_set():
-            # The model's previous turn is still open (it waited for a tool or an approval, or
-            # was interrupted): let it finish with the cancelled results first, so none of
-            # its ending lands in the new response.
-            self._discard_until_turn_end = True
-            try:
-                await asyncio.wait_for(self._turn_idle.wait(), _TURN_END_WAIT_SECONDS)
-            except TimeoutError:
-                logger.warning("live turn did not end chat=%s; continuing", self.chat_id)
-        self._sent_user_messages.add(last.id)
-        self._backlog.clear()  # leftovers of an earlier message cannot go into a new one
-        self._held.clear()
-        self._calls.clear()
-        self._open_response(new_message_id())
-        await self._emit(self._converter().start())
+        content = None if is_voice_turn(last) else user_content(last)
+        await self._run.ensure_started()
+        # Calls still waiting are abandoned: approvals are cancelled (the tools do not run)
+        # and browser calls get a clear result, so the model's history stays valid.
+        await self._pending.cancel(self._chat, ABANDONED_RESULT)
+        await self._run.wait_model_idle()
+        self._last_user_message_id = last.id
+        turn = self._turn = self._new_turn_state()
+        await turn.open_response(
+            new_message_id(), self._sink, await self._open_log(), on_end=self._release_slot
+        )
         if content is not None:
-            self._turn_idle.clear()  # the model's turn has begun; it ends with turn_complete
-            self._queue.send_content(content)
+            self._run.send_content(content)
         logger.info("live turn chat=%s voice=%s", self.chat_id, content is None)
 
     async def _continue(self, request: ChatRequest) -> None:
         """Approvals and browser results for the assistant message sent last."""
         last = request.last_message
-        decisions: list[tuple[PendingApproval, bool]] = []
-        outputs: dict[str, dict[str, Any]] = {}
-        denied: set[str] = set()
-        rearm: list[str] = []
-        for part in last.tool_parts():
-            approval = part.approval
-            has_output = part.state in ("output-available", "output-error")
-            if approval is not None and approval.approved is not None:
-                pending = self.approvals.find(approval.id)
-                if pending is None and not self.approvals.was_decided(approval.id):
-                    raise RequestError(409, f"approval {approval.id!r} answers no pending approval")
-                if pending is not None:  # else answered before, or timed out: acts once
-                    if pending.call_id != part.tool_call_id:
-                        raise RequestError(409, f"approval {approval.id!r} is for another call")
-                    decisions.append((pending, approval.approved))
-                    if not approval.approved:
-                        denied.add(part.tool_call_id)
-                    elif part.tool_call_id in self._browser_calls and not has_output:
-                        rearm.append(part.tool_call_id)
-            if has_output and part.tool_call_id in self._browser_calls:
-                outputs[part.tool_call_id] = browser_result(part)
-            elif has_output and part.tool_call_id not in self._calls:
-                raise RequestError(409, f"tool output for {part.tool_call_id!r} answers no call")
-        if not decisions and not outputs and not self._backlog:
-            raise RequestError(409, "this message answers no pending approval or tool call")
-        self._open_response(last.id, denied, continuation=True)
-        await self._emit(self._converter().start())
-        backlog, self._backlog = self._backlog, []
-        for event in backlog:
-            await self._on_event(event)
-        # Approved browser tools without their result: the browser runs them now.
-        self._approved_browser_calls.update(c for c in rearm if c not in outputs)
-        for pending, approved in decisions:
-            self.approvals.decide(pending.approval_id, approved)
-        for call_id, result in outputs.items():
-            self._deliver(call_id, result)
+        # With no turn yet, nothing is pending: any answer is refused.
+        turn = self._turn or self._new_turn_state()
+        answers = await turn.plan_continuation(last)
+        await turn.open_response(
+            last.id,
+            self._sink,
+            await self._open_log(),
+            on_end=self._release_slot,
+            continuation=True,
+            denied=answers.denied,
+        )
+        await turn.apply_answers(answers)
 
-    def _deliver(self, call_id: str, result: dict[str, Any]) -> None:
-        self._browser_calls.discard(call_id)
-        self.browser.deliver(call_id, result)
+    def _new_turn_state(self) -> LiveTurn:
+        return LiveTurn(
+            self._chat,
+            settings=self._settings,
+            run=self._run,
+            pending=self._pending,
+            spawn=lambda coro: self._bridge.spawn(coro, name=f"live-call:{self.chat_id}"),
+        )
 
-    def _abandon_pending_calls(self) -> None:
-        """A new message while calls wait: approvals are cancelled (the tools do not run) and
-        browser calls get a clear result, so the model's history stays valid."""
-        self.approvals.cancel_all()
-        self.browser.cancel_all(CANCELLED_RESULT)
-        self._browser_calls.clear()
-
-    async def _interrupt(self) -> None:
-        response = self._response
-        if response is None:
-            return
-        logger.info("live interrupt chat=%s", self.chat_id)
-        # Only a model turn under way ends with a turn_complete to wait for: a voice turn
-        # stopped before any audio has none, and discarding would swallow the next turn.
-        self._discard_until_turn_end = not self._turn_idle.is_set()
-        await self._end_response(reason="other")
+    async def _open_log(self) -> ResponseLog:
+        return await self._bridge.coordination.chunk_logs.open(self._chat)
 
     async def _on_audio(self, frame: AudioChunkFrame) -> None:
         try:
@@ -363,212 +277,50 @@ class LiveConnection:
         except (binascii.Error, ValueError):
             await self._control_error("audio_chunk needs base64 PCM16 in `chunk`")
             return
-        await self._ensure_running()
+        await self._run.ensure_started()
         rate = frame.sample_rate
-        self._queue.send_realtime(types.Blob(mime_type=f"audio/pcm;rate={rate}", data=data))
+        self._run.queue.send_realtime(types.Blob(mime_type=f"audio/pcm;rate={rate}", data=data))
 
     async def _on_audio_control(self, frame: AudioControlFrame) -> None:
-        await self._ensure_running()
+        await self._run.ensure_started()
         if frame.action == "start":
-            self._queue.send_activity_start()
+            self._run.queue.send_activity_start()
         else:
-            self._queue.send_activity_end()
+            self._run.queue.send_activity_end()
 
     async def _on_tool_result(self, frame: ToolResultFrame) -> None:
         """The predecessor's envelope for a browser tool's output."""
         call_id, result = frame.tool_call_id, frame.result
-        if call_id not in self._browser_calls:
+        turn = self._turn
+        if turn is None or call_id not in turn.waiting_browser_calls():
             await self._control_error(
                 f"tool_result for {call_id[:64]!r} answers no waiting browser call"
             )
             return
-        self._deliver(call_id, result if isinstance(result, dict) else {"result": result})
+        await turn.deliver(call_id, result if isinstance(result, dict) else {"result": result})
 
-    # -- the live run -------------------------------------------------------------------------
+    # -- the run ------------------------------------------------------------------------------
 
-    async def _ensure_running(self) -> None:
-        """Start the live run on first use: the session exists and holds the history by then,
-        and the live model receives that history when it connects."""
-        if self._run_task is None:
-            await self._bridge.sessions.open(self.user_id, self.chat_id)
-            self._run_task = self._bridge.spawn(self._run(), name=f"live:{self.chat_id}")
+    async def _on_event(self, event: Event) -> None:
+        if self._turn is not None:
+            await self._turn.on_event(event)
 
-    async def _run(self) -> None:
-        run_config = self._bridge.live_run_config()
-        try:
-            async for event in self._bridge.live_runner.run_live(
-                user_id=self.user_id,
-                session_id=self.chat_id,
-                live_request_queue=self._queue,
-                run_config=run_config,
-            ):
-                await self._on_event(event)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            await self._fail(exc)
+    def _on_waiting(self, call: WaitingCall) -> None:
+        if self._turn is not None:
+            self._turn.on_waiting(call)
 
-    async def _fail(self, exc: Exception) -> None:
-        if not await self._fail_open_response(exc):
+    async def _on_run_failure(self, exc: Exception) -> None:
+        if self._turn is None or not await self._turn.fail_response(exc):
             logger.exception("live run failed chat=%s", self.chat_id)
         await self._ws.close(CLOSE_INTERNAL, "the live run failed")
 
-    async def _fail_open_response(self, exc: Exception) -> bool:
-        """End the open response with an ``error`` chunk and ``[DONE]``; False if none is."""
-        response = self._response
-        if response is None:
-            return False
-        self._close_response(response)
-        await self._send_chunks([*response.buffer, *response.converter.fail(exc)])
-        await self._send_text(DONE)
-        return True
-
-    async def _on_event(self, event: Event) -> None:
-        if event.turn_complete:
-            self._turn_idle.set()
-        else:
-            self._turn_idle.clear()
-        if self._discard_until_turn_end:
-            # An interrupted turn still ends with turn_complete (after `interrupted`).
-            if event.turn_complete:
-                self._discard_until_turn_end = False
-            return
-        response = self._response
-        if response is None:
-            self._backlog.append(event)
-            return
-        self._track_calls(event, response)
-        await self._emit(response.converter.convert(event))
-        if event.turn_complete:
-            await self._end_response()
-        elif event.interrupted:
-            self._discard_until_turn_end = not event.turn_complete
-            await self._end_response(reason="other")
-        else:
-            await self._end_if_paused()
-
-    def _track_calls(self, event: Event, response: LiveResponse) -> None:
-        if event.partial:
-            return
-        long_running = set(event.long_running_tool_ids or ())
-        for call in event.get_function_calls():
-            if not call.id:
-                continue
-            self._calls[call.id] = (call.name or "", dict(call.args or {}))
-            response.calls.add(call.id)
-            if call.id in long_running:
-                self._browser_calls.add(call.id)
-        for result in event.get_function_responses():
-            if result.id:
-                response.settled.add(result.id)
-
-    async def _end_if_paused(self) -> None:
-        """End the response when its turn waits only for the client."""
-        response = self._response
-        if response is None or not response.converter.awaiting_client:
-            return
-        pending = self.approvals.pending()
-        if any(p.approval_id not in response.announced for p in pending):
-            return  # an approval request is about to be sent in this response
-        waiting = {p.call_id for p in pending} | self.browser.waiting()
-        if response.calls - response.settled - waiting:
-            return  # a tool of this step has not run yet: its result or request belongs here
-        await self._end_response()
-
-    async def _end_response(self, reason: str | None = None) -> None:
-        response = self._response
-        if response is None:
-            return
-        await self._emit(response.converter.finish(reason))  # type: ignore[arg-type]
-        self._close_response(response)
-        if response.defer:
-            converter = response.converter
-            if converter.awaiting_client and not converter.errored:
-                kept = only_what_pauses(response.buffer)
-                kept_ids = {id(c) for c in kept}
-                self._held.extend(c for c in response.buffer if id(c) not in kept_ids)
-                await self._send_chunks(kept)
-            else:  # the final response delivers what earlier ones held back, first
-                start, *rest = response.buffer
-                held, self._held = self._held, []
-                await self._send_chunks([start, *held, *rest])
-        await self._send_text(DONE)
-
-    # called by the approval plugin (same event loop) --------------------------------------------
-
-    def _on_approval_requested(self, pending: PendingApproval) -> None:
-        self._bridge.spawn(self._announce_approval(pending), name=f"live-approval:{self.chat_id}")
-
-    async def _announce_approval(self, pending: PendingApproval) -> None:
-        # The tool part must be in the message before its approval request.
-        for _ in range(200):
-            if pending.call_id in self._calls or self._response is None:
-                break
-            await asyncio.sleep(0.01)
-        response = self._response
-        if response is None:
-            logger.info("approval %s requested with no open response", pending.approval_id)
-            return
-        await self._emit(response.converter.approval_request(pending.approval_id, pending.call_id))
-        response.announced.add(pending.approval_id)
-        await self._end_if_paused()
-
-    def _on_browser_wait(self, call_id: str) -> None:
-        self._bridge.spawn(self._browser_waits(call_id), name=f"live-browser:{self.chat_id}")
-
-    async def _browser_waits(self, call_id: str) -> None:
-        response = self._response
-        if response is None:
-            return
-        if call_id in self._approved_browser_calls:
-            # Approved without its result: hand the call back so the browser runs it now
-            # (docs/adr/0011).
-            self._approved_browser_calls.discard(call_id)
-            name, args = self._calls[call_id]
-            await self._emit(response.converter.rearm(call_id, name, args))
-        await self._end_if_paused()
-
     # -- sending ------------------------------------------------------------------------------
-
-    def _open_response(
-        self, message_id: str, denied: set[str] | None = None, *, continuation: bool = False
-    ) -> None:
-        converter = StreamProtocolConverter(
-            message_id=message_id,
-            error_detail=self._settings.error_detail,
-            denied_tool_call_ids=denied or (),
-            # A new message holds no earlier calls; a continuation holds this turn's calls.
-            known_tool_call_ids=set(self._calls) if continuation else set(),
-        )
-        defer = continuation and not self._settings.stream_intermediate_results
-        self._response = LiveResponse(converter, defer=defer)
-
-    def _close_response(self, response: LiveResponse) -> None:
-        if self._response is response:
-            self._response = None
-            self._release_slot()
 
     def _release_slot(self) -> None:
         """Give back the process-wide response slot the open response holds."""
         if self._holds_slot:
             self._holds_slot = False
             self._bridge.response_slots.release()
-
-    def _converter(self) -> StreamProtocolConverter:
-        assert self._response is not None
-        return self._response.converter
-
-    async def _emit(self, chunks: list[BaseChunk]) -> None:
-        """Chunks of the open response: sent now, or collected by a deferring response."""
-        response = self._response
-        if response is not None and response.defer:
-            response.buffer.extend(chunks)
-        else:
-            await self._send_chunks(chunks)
-
-    async def _send_chunks(self, chunks: list[BaseChunk]) -> None:
-        for chunk in chunks:
-            await self._send_text(format_event(chunk))
 
     async def _send_text(self, text: str) -> None:
         async with self._send_lock:
@@ -585,8 +337,15 @@ class LiveConnection:
         await self._send_json({"type": "error", "message": message})
 
 
-def _is_voice_turn(message: UIMessage) -> bool:
-    """A user message with nothing to say in text: the words come as audio frames."""
-    return bool(message.parts) and all(
-        isinstance(p, DataUIPart | StepStartUIPart) for p in message.parts
-    )
+class _SocketSink:
+    """A response's events, one WebSocket text frame each."""
+
+    def __init__(self, connection: LiveConnection) -> None:
+        self._connection = connection
+
+    async def send(self, events: Sequence[bytes]) -> None:
+        for event in events:
+            await self._connection._send_text(event.decode())
+
+    async def close(self) -> None:
+        return None  # the socket outlives its responses

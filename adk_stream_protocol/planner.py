@@ -1,7 +1,11 @@
-"""Deciding what one request asks the agent to do (docs/adr/0004, 0009, 0010).
+"""Deciding what one request asks the agent to do: the plan step of a turn (docs/adr/0020).
 
-``plan_turn`` compares the client's message list with the session's history and returns a
-``TurnPlan``: the message id to stream under, the new content for ADK (never history the
+``collect_answers`` and ``check_complete`` are the one set of rules for what a continuation
+answers (approvals, browser results), on both transports: each reads what is pending through
+a ``PendingView``.
+
+``plan_turn`` (``/stream``) compares the client's message list with the session's history and
+returns a ``TurnPlan``: the message id to stream under, the new content for ADK (never history the
 session already holds), whether the session must first be rewound (regenerate, edit), and
 for continuations which approvals and browser results the request answers. It is a pure
 function of the request and the stored events, so it is tested without running anything.
@@ -12,28 +16,29 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from google.adk.events import Event
 from google.genai import types
 
-from adk_stream_protocol.converter import CONFIRMATION_TOOL
 from adk_stream_protocol.errors import RequestError
 from adk_stream_protocol.history import (
     USER_MESSAGE_ID_KEY,
-    Confirmation,
-    TurnCalls,
+    current_turn,
     find_user_turn,
     held_responses,
     last_user_turn,
     live_events,
-    turn_calls,
 )
 from adk_stream_protocol.inputs import browser_result, user_content
-from adk_stream_protocol.ui_messages import AnyToolUIPart, ChatRequest, UIMessage
-
-# What the model is told about a browser call the user abandoned by typing something new.
-CANCELLED_RESULT = {"error": "Cancelled: the user sent a new message instead of answering."}
+from adk_stream_protocol.tool_calls import (
+    ABANDONED_RESULT,
+    CONFIRMATION_TOOL,
+    Confirmation,
+    TurnCalls,
+    turn_calls,
+)
+from adk_stream_protocol.ui_messages import ChatRequest, UIMessage
 
 
 def new_message_id() -> str:
@@ -108,9 +113,9 @@ def plan_turn(
         )
     # Calls still waiting for the client get a result, so the model's history stays valid;
     # ADK gives the model the latest result of a call, which replaces an approval placeholder.
-    calls = turn_calls(history)
-    abandoned = sorted(calls.pending_browser_calls() | _gated(calls))
-    cancellations = [_response_part(calls.calls[c], c, CANCELLED_RESULT) for c in abandoned]
+    calls = turn_calls(current_turn(history))
+    abandoned = sorted(calls.pending_browser_calls() | calls.gated_calls())
+    cancellations = [_response_part(calls.calls[c], c, ABANDONED_RESULT) for c in abandoned]
     return TurnPlan(
         message_id=new_id(),
         new_message=user_content(last),
@@ -144,32 +149,147 @@ def _regenerate(last: UIMessage, history: list[Event], new_id: Callable[[], str]
     )
 
 
-@dataclass
-class _Answers:
-    """What a continuation request answers, collected part by part."""
+@dataclass(frozen=True)
+class Decision:
+    """The user's answer to one approval request."""
 
-    confirmations: list[types.Part] = field(default_factory=list)
-    outputs: list[types.Part] = field(default_factory=list)
-    denied: set[str] = field(default_factory=set)
-    rearmed: list[str] = field(default_factory=list)
-    answered_confirmations: set[str] = field(default_factory=set)
-    answered_calls: set[str] = field(default_factory=set)
+    approval_id: str
+    call_id: str
+    approved: bool
+
+
+@dataclass
+class Answers:
+    """What a continuation message answers, collected part by part."""
+
+    decisions: list[Decision] = field(default_factory=list)
+    outputs: dict[str, dict[str, Any]] = field(default_factory=dict)  # browser results
+    rearmed: list[str] = field(default_factory=list)  # approved browser calls, no result yet
+
+    @property
+    def denied(self) -> set[str]:
+        return {d.call_id for d in self.decisions if not d.approved}
+
+    def empty(self) -> bool:
+        return not self.decisions and not self.outputs and not self.rearmed
+
+
+class PendingView(Protocol):
+    """What a chat is waiting for from the client: read from the stored session on
+    ``/stream`` (``TurnCalls``) and from the running turn on ``/live``."""
+
+    def approval_call(self, approval_id: str) -> str | None:
+        """The call an approval of this turn gates (pending or already decided)."""
+
+    def approval_decided(self, approval_id: str) -> bool: ...
+
+    def pending_approvals(self) -> set[str]: ...
+
+    def waiting_calls(self) -> set[str]:
+        """Browser calls without their result (including those still gated)."""
+
+    def gated_calls(self) -> set[str]: ...
+
+    def answered_calls(self) -> set[str]: ...
+
+
+def collect_answers(message: UIMessage, view: PendingView) -> Answers:
+    """The approvals and browser results the client's last assistant message gives.
+
+    An answer counts only if it answers something pending in this user's chat, in the
+    current turn; anything else is refused before anything runs. A decision already acted on
+    is skipped, so the same approval sent twice runs the tool once.
+    """
+    answers = Answers()
+    for part in message.tool_parts():
+        call_id = part.tool_call_id
+        has_output = part.state in ("output-available", "output-error")
+        approval = part.approval
+        if approval is not None and approval.approved is not None:
+            if view.approval_call(approval.id) != call_id:
+                raise RequestError(
+                    409, f"approval {approval.id!r} answers no approval pending in this chat"
+                )
+            if not view.approval_decided(approval.id):
+                answers.decisions.append(Decision(approval.id, call_id, approval.approved))
+                if approval.approved and call_id in view.waiting_calls():
+                    if has_output:
+                        answers.outputs[call_id] = browser_result(part)
+                    else:
+                        answers.rearmed.append(call_id)  # the browser runs it now
+                continue
+            # Decided before (acts once); a browser call approved earlier may bring its result.
+        if not has_output or call_id in view.answered_calls():
+            continue  # not answered yet, or the server's own result shown back to it
+        if call_id not in view.waiting_calls():
+            raise RequestError(409, f"tool output for {call_id!r} answers no pending browser call")
+        if call_id in view.gated_calls():
+            raise RequestError(
+                409, f"tool call {call_id!r} needs the user's approval before its output"
+            )
+        answers.outputs[call_id] = browser_result(part)
+    return answers
+
+
+def check_complete(answers: Answers, message_id: str, view: PendingView) -> None:
+    """Refuse a continuation that answers nothing, or only part of a step: ADK would call
+    the model with some calls still open."""
+    if answers.empty():
+        raise RequestError(
+            409,
+            f"message {message_id!r} answers no pending approval or tool call of this chat "
+            "(already answered, or nothing is waiting)",
+        )
+    if answers.rearmed:
+        return  # the step is answered in full once the browser's results arrive
+    decided = {d.approval_id for d in answers.decisions}
+    unanswered = sorted(
+        (view.pending_approvals() - decided)
+        | (view.waiting_calls() - set(answers.outputs) - view.gated_calls())
+    )
+    if unanswered:
+        raise RequestError(
+            409,
+            "answer all pending approvals and tool calls of this step together; still "
+            f"open: {', '.join(unanswered)}",
+        )
+
+
+class StoredPending:
+    """``PendingView`` of a stored turn (``/stream``): its calls read from the session."""
+
+    def __init__(self, calls: TurnCalls) -> None:
+        self._calls = calls
+
+    def approval_call(self, approval_id: str) -> str | None:
+        confirmation = self._calls.confirmations.get(approval_id)
+        return confirmation.call_id if confirmation is not None else None
+
+    def approval_decided(self, approval_id: str) -> bool:
+        return approval_id in self._calls.answered
+
+    def pending_approvals(self) -> set[str]:
+        return set(self._calls.pending_confirmations())
+
+    def waiting_calls(self) -> set[str]:
+        return self._calls.pending_browser_calls()
+
+    def gated_calls(self) -> set[str]:
+        return self._calls.gated_calls()
+
+    def answered_calls(self) -> set[str]:
+        return self._calls.answered
 
 
 def _continue(
     request: ChatRequest, last: UIMessage, history: list[Event], defer_intermediate: bool
 ) -> TurnPlan:
-    """The client answered tool calls of the assistant message it sends last.
-
-    An answer counts only if it answers a call that is pending in this user's chat, in the
-    current turn; anything else is refused before anything runs.
-    """
+    """The client answered tool calls of the assistant message it sends last."""
     _check_message_id(request, last)
-    calls = turn_calls(history)
-    answers = _Answers()
-    for part in last.tool_parts():
-        _collect_answer(part, calls, answers)
-
+    calls = turn_calls(current_turn(history))
+    view = StoredPending(calls)
+    answers = collect_answers(last, view)
+    check_complete(answers, last.id, view)
     plan = TurnPlan(
         message_id=last.id,
         new_message=None,
@@ -180,76 +300,28 @@ def _continue(
         defer=defer_intermediate,
     )
     if answers.rearmed:
+        # Approved browser tools still waiting for the browser: ADK is not resumed until
+        # their results arrive, so the model never sees an approved call without its result.
         plan.rearmed_calls = [
             RearmedCall(c, calls.calls[c], calls.call_args.get(c, {})) for c in answers.rearmed
         ]
         return plan
-    if not answers.confirmations and not answers.outputs:
-        raise RequestError(
-            409,
-            f"message {last.id!r} answers no pending approval or tool call of this chat "
-            "(already answered, or nothing is waiting)",
-        )
-    unanswered = sorted(
-        (set(calls.pending_confirmations()) - answers.answered_confirmations)
-        | (calls.pending_browser_calls() - answers.answered_calls - _gated(calls))
-    )
-    if unanswered:
-        # ADK would call the model with some calls still open: answer a step as a whole.
-        raise RequestError(
-            409,
-            "answer all pending approvals and tool calls of this step together; still "
-            f"open: {', '.join(unanswered)}",
-        )
-    if answers.confirmations and answers.outputs:
-        plan.new_message = types.Content(role="user", parts=answers.confirmations)
-        plan.prior_tool_results = types.Content(role="user", parts=answers.outputs)
+    confirmations = [
+        _confirmation_response(calls.confirmations[d.approval_id], approved=d.approved)
+        for d in answers.decisions
+    ]
+    outputs = [
+        _response_part(calls.calls[call_id], call_id, result)
+        for call_id, result in answers.outputs.items()
+    ]
+    if confirmations and outputs:
+        # ADK drops the results from a message that also answers a confirmation: they are
+        # stored in the paused invocation first.
+        plan.new_message = types.Content(role="user", parts=confirmations)
+        plan.prior_tool_results = types.Content(role="user", parts=outputs)
     else:
-        plan.new_message = types.Content(
-            role="user", parts=answers.confirmations or answers.outputs
-        )
+        plan.new_message = types.Content(role="user", parts=confirmations or outputs)
     return plan
-
-
-def _gated(calls: TurnCalls) -> set[str]:
-    return {c.call_id for c in calls.pending_confirmations().values()}
-
-
-def _collect_answer(part: AnyToolUIPart, calls: TurnCalls, answers: _Answers) -> None:
-    call_id = part.tool_call_id
-    has_output = part.state in ("output-available", "output-error")
-    approval = part.approval
-    if approval is not None and approval.approved is not None:
-        confirmation = calls.confirmations.get(approval.id)
-        if confirmation is None or confirmation.call_id != call_id:
-            raise RequestError(
-                409, f"approval {approval.id!r} answers no confirmation pending in this chat"
-            )
-        if approval.id in calls.answered:
-            return  # acted on already: the same approval twice runs the tool once
-        answers.answered_confirmations.add(approval.id)
-        if not approval.approved:
-            answers.confirmations.append(_confirmation_response(confirmation, approved=False))
-            answers.denied.add(call_id)
-            return
-        if call_id in calls.pending_browser_calls():
-            if not has_output:
-                answers.rearmed.append(call_id)
-                return
-            answers.outputs.append(_browser_result(part, calls))
-            answers.answered_calls.add(call_id)
-        answers.confirmations.append(_confirmation_response(confirmation, approved=True))
-        return
-    if not has_output or call_id in calls.answered:
-        return  # not answered yet, or the server's own result shown back to it
-    if call_id not in calls.pending_browser_calls():
-        raise RequestError(409, f"tool output for {call_id!r} answers no pending browser call")
-    if calls.gated_call(call_id) is not None:
-        raise RequestError(
-            409, f"tool call {call_id!r} needs the user's approval before its output"
-        )
-    answers.outputs.append(_browser_result(part, calls))
-    answers.answered_calls.add(call_id)
 
 
 def _confirmation_response(confirmation: Confirmation, *, approved: bool) -> types.Part:
@@ -259,11 +331,6 @@ def _confirmation_response(confirmation: Confirmation, *, approved: bool) -> typ
     if confirmation.payload is not None:
         response["payload"] = confirmation.payload
     return _response_part(CONFIRMATION_TOOL, confirmation.confirmation_id, response)
-
-
-def _browser_result(part: AnyToolUIPart, calls: TurnCalls) -> types.Part:
-    call_id = part.tool_call_id
-    return _response_part(calls.calls[call_id], call_id, browser_result(part))
 
 
 def _response_part(name: str, call_id: str, response: dict[str, Any]) -> types.Part:

@@ -1,45 +1,29 @@
-"""``POST /stream``: one request, one ADK ``run_async``, one SSE response.
+"""``POST /stream``: the SSE transport. One request, one turn (``request_turns``), one
+Server-Sent Events response.
 
-The agent runs in its own task and hands chunks to the response through a queue. When the
-client goes away (``stop()``, a closed tab) the response sets ADK's abort signal; the run
-then ends on its own, sealing the invocation in the session, instead of being cancelled in
-the middle of a write.
+The turn runs in its own task and hands framed events to the response body through a queue
+(``QueueSink``); when the client goes away, the body tells the turn, which aborts its run.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from contextlib import aclosing
-from typing import TYPE_CHECKING, Annotated, Any
+from collections.abc import AsyncIterator, Sequence
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
-from google.adk.agents.run_config import RunConfig, StreamingMode
-from google.adk.events import Event
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from adk_stream_protocol.chunks import BaseChunk
-from adk_stream_protocol.converter import StreamProtocolConverter, only_what_pauses
+from adk_stream_protocol.bridge import bridge_of
 from adk_stream_protocol.errors import RequestError
-from adk_stream_protocol.history import (
-    ASSISTANT_MESSAGE_ID_KEY,
-    DEFERRED_KEY,
-    RESPONSE_ID_KEY,
-    USER_MESSAGE_ID_KEY,
-)
 from adk_stream_protocol.identity import current_user
 from adk_stream_protocol.limits import RequestLimits, run_bounded
-from adk_stream_protocol.sessions import ChatLease
+from adk_stream_protocol.request_turns import RequestTurn, begin_request_turn
 from adk_stream_protocol.settings import Settings
-from adk_stream_protocol.sse import DONE, KEEP_ALIVE_COMMENT, SSE_HEADERS, encode_event
-from adk_stream_protocol.turns import TurnPlan
+from adk_stream_protocol.sse import KEEP_ALIVE_COMMENT, SSE_HEADERS
 from adk_stream_protocol.ui_messages import ChatRequest, parse_chat_body
-
-if TYPE_CHECKING:
-    from adk_stream_protocol.app import Bridge
 
 logger = logging.getLogger(__name__)
 
@@ -91,7 +75,7 @@ def _openapi() -> dict[str, Any]:
 
 @router.post("/stream", response_model=None, openapi_extra=_openapi())
 async def stream(request: Request, user_id: Annotated[str, Depends(current_user)]) -> Response:
-    bridge: Bridge = request.app.state.bridge
+    bridge = bridge_of(request.app.state)
     slots = bridge.response_slots
     if not slots.try_acquire():
         exc = slots.busy_error()
@@ -101,9 +85,10 @@ async def stream(request: Request, user_id: Annotated[str, Depends(current_user)
             status_code=exc.status,
             headers={"retry-after": str(slots.RETRY_AFTER_SECONDS)},
         )
+    sink = QueueSink()
     try:
         chat = await read_chat_request(request, bridge.settings)
-        turn = await bridge.prepare_turn(user_id, chat, on_end=slots.release)
+        turn = await begin_request_turn(bridge, user_id, chat, sink, on_end=slots.release)
     except BaseException as exc:
         slots.release()  # the turn never began, so it will not release it
         if not isinstance(exc, RequestError):
@@ -111,7 +96,7 @@ async def stream(request: Request, user_id: Annotated[str, Depends(current_user)
         logger.info("stream request refused status=%s reason=%s", exc.status, exc.message)
         return JSONResponse({"detail": exc.message}, status_code=exc.status)
     return EventSourceResponse(
-        turn.sse_events(),
+        sink.body(turn),
         headers=dict(SSE_HEADERS),
         sep="\n",
         ping=bridge.settings.keep_alive_seconds,
@@ -144,98 +129,29 @@ async def read_chat_request(request: Request, settings: Settings) -> ChatRequest
     return chat
 
 
-class StreamTurn:
-    """One ``/stream`` response: the ADK run (producer task) and the SSE body (consumer)."""
+class QueueSink:
+    """The turn's events, handed to the response body through a queue."""
 
-    def __init__(
-        self,
-        bridge: Bridge,
-        *,
-        user_id: str,
-        chat_id: str,
-        plan: TurnPlan,
-        lease: ChatLease,
-        on_end: Callable[[], None],
-    ) -> None:
-        self._bridge = bridge
-        self._on_end = on_end
-        self._user_id = user_id
-        self._chat_id = chat_id
-        self._plan = plan
-        self._lease = lease
-        self._converter = StreamProtocolConverter(
-            message_id=plan.message_id,
-            error_detail=bridge.settings.error_detail,
-            denied_tool_call_ids=plan.denied_tool_call_ids,
-        )
-        self._queue: asyncio.Queue[BaseChunk | None] = asyncio.Queue()
-        self._abort = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+    def __init__(self) -> None:
+        self._queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self._closed = False
 
-    def begin(self) -> None:
-        self._task = self._bridge.spawn(self._run(), name=f"stream:{self._chat_id}")
+    async def send(self, events: Sequence[bytes]) -> None:
+        for event in events:
+            self._queue.put_nowait(event)
 
-    async def sse_events(self) -> AsyncIterator[bytes]:
+    async def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._queue.put_nowait(None)
+
+    async def body(self, turn: RequestTurn) -> AsyncIterator[bytes]:
         # Bytes pass through sse-starlette untouched; it only adds the keep-alive comments.
         completed = False
         try:
-            while (chunk := await self._queue.get()) is not None:
-                yield encode_event(chunk)
-            yield DONE.encode()
+            while (event := await self._queue.get()) is not None:
+                yield event
             completed = True
         finally:
             if not completed:
-                logger.info(
-                    "client left user=%s chat=%s: aborting the run", self._user_id, self._chat_id
-                )
-                self._abort.set()
-
-    async def _run(self) -> None:
-        converter = self._converter
-        plan = self._plan
-        # A deferring response collects everything and decides at the end what to send:
-        # only what pauses it, if it pauses for the client again (docs/adr/0010).
-        held: list[BaseChunk] = []
-        emit = held.extend if plan.defer else self._put
-        self._put(converter.start())
-        try:
-            emit(converter.replay(plan.replay))
-            if plan.new_message is None:
-                for call in plan.rearmed_calls:
-                    emit(converter.rearm(call.call_id, call.tool_name, call.args))
-            else:
-                async with aclosing(self._events()) as events:
-                    async for event in events:
-                        emit(converter.convert(event))
-        except Exception as exc:
-            emit(converter.fail(exc))
-        else:
-            emit(converter.finish())
-        finally:
-            if plan.defer:
-                paused = converter.awaiting_client and not converter.errored
-                self._put(only_what_pauses(held) if paused else held)
-            self._queue.put_nowait(None)
-            self._lease.release()
-            self._on_end()
-
-    def _events(self) -> AsyncGenerator[Event, None]:
-        plan = self._plan
-        stamps: dict[str, object] = {RESPONSE_ID_KEY: uuid.uuid4().hex}
-        if plan.user_message_id is not None:
-            stamps[USER_MESSAGE_ID_KEY] = plan.user_message_id
-        stamps[ASSISTANT_MESSAGE_ID_KEY] = plan.message_id
-        if plan.defer:
-            stamps[DEFERRED_KEY] = True
-        assert plan.new_message is not None
-        return self._bridge.runner.run_async(
-            user_id=self._user_id,
-            session_id=self._chat_id,
-            new_message=plan.new_message,
-            run_config=RunConfig(streaming_mode=StreamingMode.SSE, custom_metadata=stamps),
-            abort_signal=self._abort,
-        )
-
-    def _put(self, chunks: list[BaseChunk]) -> None:
-        for chunk in chunks:
-            self._queue.put_nowait(chunk)
+                turn.client_left()

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from adk_stream_protocol.history import live_events
-from adk_stream_protocol.turns import CANCELLED_RESULT
+from adk_stream_protocol.tool_calls import ABANDONED_RESULT as CANCELLED_RESULT
 from tests.real_client import CLIENTS, drive, ready, tool_parts
 from tests.support import (
     LiveServer,

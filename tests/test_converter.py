@@ -410,7 +410,7 @@ def test_guard_adk_event_fields_are_known() -> None:
 
 
 def test_only_what_pauses_keeps_new_calls_and_drops_held_content() -> None:
-    from adk_stream_protocol.converter import only_what_pauses
+    from adk_stream_protocol.deferral import only_what_pauses
 
     converter = StreamProtocolConverter(message_id="m", id_prefix="t")
     chunks = converter.start()

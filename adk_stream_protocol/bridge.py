@@ -1,0 +1,101 @@
+"""The ``Bridge``: what one running application shares between its requests.
+
+It holds the settings, the two ADK runners (``run_async`` for ``/stream``, ``run_live`` with
+the approval gate for ``/live``), the chats' sessions, the coordination seams and the
+process's response slots. The application builds one at start-up (``app.state.bridge``);
+the transports reach it through ``bridge_of``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+from typing import Any
+
+from google.adk.agents.run_config import RunConfig
+from google.adk.apps import App
+from google.adk.runners import Runner
+from google.genai import types
+from starlette.datastructures import State
+
+from adk_stream_protocol.agents import AgentLike
+from adk_stream_protocol.approvals import LiveApprovalPlugin
+from adk_stream_protocol.coordination import Coordination
+from adk_stream_protocol.limits import ResponseSlots
+from adk_stream_protocol.sessions import ChatSessions, create_session_service
+from adk_stream_protocol.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+# The client says when the user starts and stops speaking (audio_control frames).
+_CLIENT_SIDE_VAD = types.RealtimeInputConfig(
+    automatic_activity_detection=types.AutomaticActivityDetection(disabled=True)
+)
+
+
+class Bridge:
+    """Everything one running application shares: settings, runners, chats, coordination,
+    response slots and background tasks."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        agent: AgentLike,
+        live_agent: AgentLike,
+        coordination: Coordination,
+    ) -> None:
+        self.settings = settings
+        self.coordination = coordination
+        service = create_session_service(settings.session_store)
+        app = agent if isinstance(agent, App) else App(name=settings.app_name, root_agent=agent)
+        self.runner = Runner(app=app, session_service=service)
+        # /live gates tools itself (ADK live cannot confirm): the same app plus our plugin.
+        live_app = (
+            live_agent
+            if isinstance(live_agent, App)
+            else app.model_copy(update={"root_agent": live_agent})
+        )
+        gate = LiveApprovalPlugin(coordination.pending, settings.approval_timeout_seconds)
+        self.live_runner = Runner(
+            app=live_app.model_copy(update={"plugins": [*live_app.plugins, gate]}),
+            session_service=service,
+        )
+        self.sessions = ChatSessions(service, app.name)
+        self.response_slots = ResponseSlots(settings.max_concurrent_responses)
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def live_run_config(self) -> RunConfig:
+        if self.settings.live_modality == "AUDIO":
+            return RunConfig(
+                response_modalities=["AUDIO"],
+                output_audio_transcription=types.AudioTranscriptionConfig(),
+                input_audio_transcription=types.AudioTranscriptionConfig(),
+                realtime_input_config=_CLIENT_SIDE_VAD,
+            )
+        return RunConfig(
+            response_modalities=["TEXT"],
+            output_audio_transcription=None,
+            input_audio_transcription=types.AudioTranscriptionConfig(),
+            realtime_input_config=_CLIENT_SIDE_VAD,
+        )
+
+    def spawn(self, coro: Coroutine[Any, Any, None], *, name: str) -> asyncio.Task[None]:
+        """Run a background task that the bridge keeps alive and cancels on shutdown."""
+        task = asyncio.create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.runner.close()
+        await self.live_runner.close()
+
+
+def bridge_of(state: State) -> Bridge:
+    """The application's bridge, from ``request.app.state`` (set by the lifespan)."""
+    bridge: Bridge = state.bridge
+    return bridge

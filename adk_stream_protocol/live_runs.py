@@ -1,0 +1,117 @@
+"""The ADK ``run_live`` of one ``/live`` socket: its request queue, its task, and where the
+live model is in its own turn.
+
+One run serves every message of the socket. The run knows nothing of responses: it hands
+each event to ``on_event`` (the connection's current turn), except the tail of a model turn
+the client no longer wants (interrupted, or abandoned by a new message), which it discards
+until that model turn ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from google.adk.agents import LiveRequestQueue
+from google.adk.events import Event
+from google.genai import types
+
+from adk_stream_protocol.bridge import Bridge
+
+logger = logging.getLogger(__name__)
+
+# How long a new message waits for the model to close a turn it abandons.
+TURN_END_WAIT_SECONDS = 10.0
+# How long a closing socket lets the run end on its own before cancelling it.
+_CLOSE_WAIT_SECONDS = 2.0
+
+
+class LiveRun:
+    def __init__(
+        self,
+        bridge: Bridge,
+        user_id: str,
+        chat_id: str,
+        *,
+        on_event: Callable[[Event], Awaitable[None]],
+        on_failure: Callable[[Exception], Awaitable[None]],
+    ) -> None:
+        self._bridge = bridge
+        self._user_id = user_id
+        self._chat_id = chat_id
+        self._on_event = on_event
+        self._on_failure = on_failure
+        self.queue = LiveRequestQueue()
+        self._task: asyncio.Task[None] | None = None
+        # Set between the live model's turns (after turn_complete), clear inside one.
+        self._model_idle = asyncio.Event()
+        self._model_idle.set()
+        self._discard_until_turn_end = False
+
+    @property
+    def model_busy(self) -> bool:
+        return not self._model_idle.is_set()
+
+    async def ensure_started(self) -> None:
+        """Start on first use: the session exists and holds the history by then, and the
+        live model receives that history when it connects."""
+        if self._task is None:
+            await self._bridge.sessions.open(self._user_id, self._chat_id)
+            self._task = self._bridge.spawn(self._run(), name=f"live:{self._chat_id}")
+
+    def send_content(self, content: types.Content) -> None:
+        self._model_idle.clear()  # the model's turn has begun; it ends with turn_complete
+        self.queue.send_content(content)
+
+    def discard_rest_of_model_turn(self) -> None:
+        """Drop what the model still sends of its current turn (if it is in one): a voice
+        turn stopped before any audio has no turn_complete to wait for."""
+        self._discard_until_turn_end = self.model_busy
+
+    async def wait_model_idle(self) -> None:
+        """Let the model finish a turn the client abandoned, so none of its ending lands in
+        the next response."""
+        if not self.model_busy:
+            return
+        self._discard_until_turn_end = True
+        try:
+            await asyncio.wait_for(self._model_idle.wait(), TURN_END_WAIT_SECONDS)
+        except TimeoutError:
+            logger.warning("live turn did not end chat=%s; continuing", self._chat_id)
+
+    async def close(self) -> None:
+        self.queue.close()
+        if self._task is None:
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(self._task), _CLOSE_WAIT_SECONDS)
+        except (TimeoutError, Exception):
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    async def _run(self) -> None:
+        try:
+            async for event in self._bridge.live_runner.run_live(
+                user_id=self._user_id,
+                session_id=self._chat_id,
+                live_request_queue=self.queue,
+                run_config=self._bridge.live_run_config(),
+            ):
+                await self._dispatch(event)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            await self._on_failure(exc)
+
+    async def _dispatch(self, event: Event) -> None:
+        if event.turn_complete:
+            self._model_idle.set()
+        else:
+            self._model_idle.clear()
+        if self._discard_until_turn_end:
+            # An interrupted turn still ends with turn_complete (after `interrupted`).
+            if event.turn_complete:
+                self._discard_until_turn_end = False
+            return
+        await self._on_event(event)

@@ -1,0 +1,181 @@
+"""A turn that answers one chat request with one ADK ``run_async`` (``POST /stream``).
+
+plan (``planner.plan_turn``, under the chat's lease) → run (``Runner.run_async``) → convert and
+deliver (``response.Response``). The transport only supplies the request and a ``ChunkSink``.
+
+The run is its own task. When the client goes away (``stop()``, a closed tab) the transport
+calls ``client_left``: that sets ADK's abort signal, and the run ends on its own, sealing the
+invocation in the session, instead of being cancelled in the middle of a write. A stop sent
+through ``StopSignals`` (from anywhere) does the same.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import AsyncGenerator, Callable
+from contextlib import aclosing
+
+from google.adk.agents.run_config import RunConfig, StreamingMode
+from google.adk.events import Event
+
+from adk_stream_protocol.bridge import Bridge
+from adk_stream_protocol.converter import StreamProtocolConverter
+from adk_stream_protocol.coordination import ChatKey, ChatLease, StopSubscription
+from adk_stream_protocol.deferral import Deferral
+from adk_stream_protocol.errors import RequestError
+from adk_stream_protocol.history import (
+    ASSISTANT_MESSAGE_ID_KEY,
+    DEFERRED_KEY,
+    RESPONSE_ID_KEY,
+    USER_MESSAGE_ID_KEY,
+)
+from adk_stream_protocol.planner import TurnPlan, plan_turn
+from adk_stream_protocol.response import ChunkSink, Response
+from adk_stream_protocol.ui_messages import ChatRequest
+
+logger = logging.getLogger(__name__)
+
+
+async def begin_request_turn(
+    bridge: Bridge,
+    user_id: str,
+    request: ChatRequest,
+    sink: ChunkSink,
+    *,
+    on_end: Callable[[], None],
+) -> RequestTurn:
+    """Plan the request under the chat's lease and start its run. Refusals raise
+    ``RequestError`` before anything is sent; ``on_end`` is called once the run has ended."""
+    settings = bridge.settings
+    chat: ChatKey = (user_id, request.id)
+    try:
+        lease = await bridge.coordination.leases.acquire(chat, settings.chat_busy_timeout_seconds)
+    except TimeoutError:
+        raise RequestError(
+            409, "this chat is still answering an earlier request; try again shortly"
+        ) from None
+    try:
+        plan = await _plan(bridge, user_id, request)
+        stop = await bridge.coordination.stops.subscribe(chat)
+    except BaseException:
+        await lease.release()
+        raise
+    turn = RequestTurn(bridge, chat, plan, sink, lease=lease, stop=stop, on_end=on_end)
+    turn.begin()
+    return turn
+
+
+async def _plan(bridge: Bridge, user_id: str, request: ChatRequest) -> TurnPlan:
+    sessions = bridge.sessions
+    session = await sessions.open(user_id, request.id)
+    plan = plan_turn(
+        request,
+        session.events,
+        defer_intermediate=not bridge.settings.stream_intermediate_results,
+    )
+    if plan.rewind_before_invocation_id:
+        await bridge.runner.rewind_async(
+            user_id=user_id,
+            session_id=request.id,
+            rewind_before_invocation_id=plan.rewind_before_invocation_id,
+        )
+    if plan.prior_tool_results is not None:
+        # Stored in the paused invocation, where the model expects the calls' results.
+        session = await sessions.open(user_id, request.id)
+        await sessions.service.append_event(
+            session,
+            Event(
+                author="user",
+                invocation_id=plan.prior_invocation_id or session.events[-1].invocation_id,
+                content=plan.prior_tool_results,
+            ),
+        )
+    logger.info(
+        "turn user=%s chat=%s trigger=%s continuation=%s rewind=%s",
+        user_id,
+        request.id,
+        request.trigger,
+        plan.continuation,
+        bool(plan.rewind_before_invocation_id),
+    )
+    return plan
+
+
+class RequestTurn:
+    """The run of one planned request and its one response."""
+
+    def __init__(
+        self,
+        bridge: Bridge,
+        chat: ChatKey,
+        plan: TurnPlan,
+        sink: ChunkSink,
+        *,
+        lease: ChatLease,
+        stop: StopSubscription,
+        on_end: Callable[[], None],
+    ) -> None:
+        self._bridge = bridge
+        self._chat = chat
+        self._plan = plan
+        self._sink = sink
+        self._lease = lease
+        self._stop = stop
+        self._on_end = on_end
+
+    def begin(self) -> None:
+        self._bridge.spawn(self._run(), name=f"stream:{self._chat[1]}")
+
+    def client_left(self) -> None:
+        logger.info("client left user=%s chat=%s: aborting the run", *self._chat)
+        self._stop.stopped.set()
+
+    async def _run(self) -> None:
+        plan = self._plan
+        converter = StreamProtocolConverter(
+            message_id=plan.message_id,
+            error_detail=self._bridge.settings.error_detail,
+            denied_tool_call_ids=plan.denied_tool_call_ids,
+        )
+        try:
+            log = await self._bridge.coordination.chunk_logs.open(self._chat)
+            response = Response(
+                converter, self._sink, log, deferral=Deferral() if plan.defer else None
+            )
+            await response.start()
+            try:
+                await response.emit(converter.replay(plan.replay))
+                if plan.new_message is None:
+                    for call in plan.rearmed_calls:
+                        await response.rearm(call.call_id, call.tool_name, call.args)
+                else:
+                    async with aclosing(self._events()) as events:
+                        async for event in events:
+                            await response.convert(event)
+            except Exception as exc:
+                await response.fail(exc)
+            else:
+                await response.finish()
+        finally:
+            await self._sink.close()  # a no-op once the response ended
+            await self._stop.close()
+            await self._lease.release()
+            self._on_end()
+
+    def _events(self) -> AsyncGenerator[Event, None]:
+        plan = self._plan
+        stamps: dict[str, object] = {RESPONSE_ID_KEY: uuid.uuid4().hex}
+        if plan.user_message_id is not None:
+            stamps[USER_MESSAGE_ID_KEY] = plan.user_message_id
+        stamps[ASSISTANT_MESSAGE_ID_KEY] = plan.message_id
+        if plan.defer:
+            stamps[DEFERRED_KEY] = True
+        assert plan.new_message is not None
+        return self._bridge.runner.run_async(
+            user_id=self._chat[0],
+            session_id=self._chat[1],
+            new_message=plan.new_message,
+            run_config=RunConfig(streaming_mode=StreamingMode.SSE, custom_metadata=stamps),
+            abort_signal=self._stop.stopped,
+        )

@@ -1,0 +1,120 @@
+"""One response of a turn, from ADK events to delivered bytes: convert → defer → deliver.
+
+Both transports open a ``Response`` per response and feed it what their run produces; they
+differ only in the ``ChunkSink`` that carries the framed events (an SSE body, WebSocket text
+frames). Every delivered event also goes to the chat's ``ResponseLog``, so a client that lost
+the connection can resume the response from its start.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from google.adk.events import Event
+
+from adk_stream_protocol.chunks import BaseChunk, FinishReason
+from adk_stream_protocol.converter import StreamProtocolConverter
+from adk_stream_protocol.coordination import ResponseLog
+from adk_stream_protocol.deferral import Deferral
+from adk_stream_protocol.sse import DONE, encode_event
+
+logger = logging.getLogger(__name__)
+
+DONE_EVENT = DONE.encode()
+
+
+class ChunkSink(Protocol):
+    """Where a response's framed events go: the transport's side of the pipeline."""
+
+    async def send(self, events: Sequence[bytes]) -> None: ...
+
+    async def close(self) -> None:
+        """The response ended (its ``[DONE]`` was sent)."""
+
+
+class Response:
+    """A response's converter, its deferral (if it holds back) and its delivery.
+
+    ``finish``/``fail`` end it once; they return what a deferring response that paused holds
+    for the turn's final response.
+    """
+
+    def __init__(
+        self,
+        converter: StreamProtocolConverter,
+        sink: ChunkSink,
+        log: ResponseLog,
+        *,
+        deferral: Deferral | None = None,
+    ) -> None:
+        self.converter = converter
+        self._sink = sink
+        self._log = log
+        self._deferral = deferral
+        self.ended = False
+
+    @property
+    def deferring(self) -> bool:
+        return self._deferral is not None
+
+    @property
+    def awaiting_client(self) -> bool:
+        return self.converter.awaiting_client
+
+    async def start(self) -> None:
+        # Sent at once even when deferring: the client sees the response begin.
+        await self._deliver(self.converter.start())
+
+    async def emit(self, chunks: Sequence[BaseChunk]) -> None:
+        if not chunks or self.ended:
+            return
+        if self._deferral is not None:
+            self._deferral.collect(chunks)
+        else:
+            await self._deliver(chunks)
+
+    async def convert(self, event: Event) -> None:
+        await self.emit(self.converter.convert(event))
+
+    async def approval_request(self, approval_id: str, call_id: str) -> None:
+        await self.emit(self.converter.approval_request(approval_id, call_id))
+
+    async def rearm(self, call_id: str, tool_name: str, args: dict[str, Any]) -> None:
+        await self.emit(self.converter.rearm(call_id, tool_name, args))
+
+    async def finish(self, reason: FinishReason | None = None) -> list[BaseChunk]:
+        if self.ended:
+            return []
+        await self.emit(self.converter.finish(reason))
+        return await self._end()
+
+    async def fail(self, exc: BaseException) -> list[BaseChunk]:
+        """End with an ``error`` chunk after the run (or our handling of it) raised."""
+        if self.ended:
+            return []
+        await self.emit(self.converter.fail(exc))
+        return await self._end()
+
+    async def _end(self) -> list[BaseChunk]:
+        self.ended = True
+        held: list[BaseChunk] = []
+        try:
+            if self._deferral is not None:
+                paused = self.converter.awaiting_client and not self.converter.errored
+                now, held = self._deferral.settle(paused=paused)
+                await self._deliver(now)
+            await self._send([DONE_EVENT])
+        finally:
+            await self._log.close()
+            await self._sink.close()
+        return held
+
+    async def _deliver(self, chunks: Sequence[BaseChunk]) -> None:
+        if chunks:
+            await self._send([encode_event(chunk) for chunk in chunks])
+
+    async def _send(self, events: list[bytes]) -> None:
+        await self._log.append(events)
+        await self._sink.send(events)

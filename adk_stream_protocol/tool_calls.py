@@ -1,0 +1,114 @@
+"""Tool calls of one turn: the one tracker both transports use, and the results the server
+gives a call in the client's stead.
+
+``TurnCalls`` folds ADK events into what a turn asked of tools and of the client: which calls
+were made, which the browser runs, which ADK gates behind a confirmation, which have their
+result. ``/stream`` folds the stored events of a session (``turn_calls``); ``/live`` folds the
+events of its run as they arrive (``observe``). Either way the same rules read the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from google.adk.events import Event
+from pydantic import JsonValue
+
+# ADK's internal tool for human confirmation. It becomes `tool-approval-request` on the wire,
+# never a tool part of its own.
+CONFIRMATION_TOOL = "adk_request_confirmation"
+
+# What a call returns to the model when it does not run, or the client never answers it.
+REJECTED_RESULT = {"error": "This tool call is rejected."}
+APPROVAL_CANCELLED_RESULT = {"error": "The approval request was cancelled; the tool did not run."}
+APPROVAL_TIMEOUT_RESULT = {"error": "The approval request timed out; the tool did not run."}
+BROWSER_TIMEOUT_RESULT = {"error": "The browser did not return the tool's result in time."}
+ABANDONED_RESULT = {"error": "Cancelled: the user sent a new message instead of answering."}
+DISCONNECTED_RESULT = {"error": "Cancelled: the user left before answering; the tool did not run."}
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """An ``adk_request_confirmation`` call: ADK asking the user about another call."""
+
+    confirmation_id: str
+    call_id: str  # the call it gates
+    payload: JsonValue  # what a tool asked for with request_confirmation(payload=...)
+
+
+@dataclass
+class TurnCalls:
+    """The tool calls of a turn (or of one response of it) and their state.
+
+    Only the current turn counts: once the user has typed something new, older requests are
+    stale and their answers are refused.
+    """
+
+    calls: dict[str, str] = field(default_factory=dict)  # call id -> tool name
+    call_args: dict[str, dict[str, Any]] = field(default_factory=dict)
+    confirmations: dict[str, Confirmation] = field(default_factory=dict)
+    browser_calls: set[str] = field(default_factory=set)  # ADK long-running calls
+    answered: set[str] = field(default_factory=set)  # calls (and confirmations) with a result
+    denied: set[str] = field(default_factory=set)  # calls the user refused
+    invocation_id: str | None = None
+
+    def observe(self, event: Event) -> None:
+        """Take in one event's calls and results (partial events repeat in the final one)."""
+        if event.partial or not event.content or not event.content.parts:
+            return
+        # ADK's "needs approval" stand-in result is not the call's result.
+        placeholders = event.actions.requested_tool_confirmations if event.actions else {}
+        long_running = set(event.long_running_tool_ids or ())
+        for part in event.content.parts:
+            call = part.function_call
+            if call and call.id:
+                self.invocation_id = event.invocation_id
+                if call.name == CONFIRMATION_TOOL:
+                    confirmation = _confirmation(call.id, call.args or {})
+                    if confirmation is not None:
+                        self.confirmations[call.id] = confirmation
+                else:
+                    self.calls[call.id] = call.name or ""
+                    self.call_args[call.id] = dict(call.args or {})
+                    if call.id in long_running:
+                        self.browser_calls.add(call.id)
+            response = part.function_response
+            if response and response.id and response.id not in placeholders:
+                self.answered.add(response.id)
+                if response.name == CONFIRMATION_TOOL and event.author == "user":
+                    gated = self.confirmations.get(response.id)
+                    if gated is not None and (response.response or {}).get("confirmed") is False:
+                        self.denied.add(gated.call_id)
+
+    def pending_confirmations(self) -> dict[str, Confirmation]:
+        return {k: c for k, c in self.confirmations.items() if k not in self.answered}
+
+    def pending_browser_calls(self) -> set[str]:
+        return self.browser_calls - self.answered
+
+    def gated_calls(self) -> set[str]:
+        """Calls waiting for the user's approval."""
+        return {c.call_id for c in self.pending_confirmations().values()}
+
+    def unsettled(self) -> set[str]:
+        """Calls made that have no result yet."""
+        return set(self.calls) - self.answered
+
+
+def turn_calls(events: Iterable[Event]) -> TurnCalls:
+    """What a turn asked of tools and of the client, from its stored events."""
+    calls = TurnCalls()
+    for event in events:
+        calls.observe(event)
+    return calls
+
+
+def _confirmation(confirmation_id: str, args: dict[str, Any]) -> Confirmation | None:
+    original = args.get("originalFunctionCall")
+    if not isinstance(original, dict) or not original.get("id"):
+        return None
+    requested = args.get("toolConfirmation")
+    payload = requested.get("payload") if isinstance(requested, dict) else None
+    return Confirmation(confirmation_id, str(original["id"]), payload)
