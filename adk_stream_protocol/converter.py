@@ -1,5 +1,8 @@
 """ADK events to AI SDK v6 UI message stream chunks.
 
+(Longer than our other modules on purpose: the converter is one state machine over a
+response's steps and open blocks, and splitting its methods apart would scatter that state.)
+
 A ``StreamProtocolConverter`` covers exactly one response (one request on ``/stream``, one
 turn on ``/live``): it owns that response's ids, open blocks, step state and usage, and is
 thrown away afterwards, so nothing leaks into the next turn. Both transports feed it ADK
@@ -23,7 +26,6 @@ from typing import Any
 from google.adk.events import Event
 from google.genai import types
 from pydantic import JsonValue
-from pydantic_core import to_jsonable_python
 
 from adk_stream_protocol.chunks import (
     BaseChunk,
@@ -49,56 +51,16 @@ from adk_stream_protocol.chunks import (
     ToolOutputErrorChunk,
 )
 from adk_stream_protocol.errors import describe_error, log_error, new_error_reference
+from adk_stream_protocol.event_values import (
+    is_audio,
+    json_safe,
+    map_finish_reason,
+    pcm_rate,
+    tool_error_text,
+)
 from adk_stream_protocol.tool_calls import CONFIRMATION_TOOL
 
 logger = logging.getLogger(__name__)
-
-
-_FINISH_REASONS: dict[str, FinishReason] = {
-    "STOP": "stop",
-    "MAX_TOKENS": "length",
-    "SAFETY": "content-filter",
-    "RECITATION": "content-filter",
-    "LANGUAGE": "content-filter",
-    "BLOCKLIST": "content-filter",
-    "PROHIBITED_CONTENT": "content-filter",
-    "SPII": "content-filter",
-    "IMAGE_SAFETY": "content-filter",
-    "IMAGE_PROHIBITED_CONTENT": "content-filter",
-    "IMAGE_RECITATION": "content-filter",
-    "MALFORMED_FUNCTION_CALL": "error",
-    "UNEXPECTED_TOOL_CALL": "error",
-    "TOO_MANY_TOOL_CALLS": "error",
-}
-
-
-def map_finish_reason(reason: types.FinishReason | str | None) -> FinishReason | None:
-    """Map an ADK/genai finish reason; anything unknown becomes ``other``, never passed on."""
-    if reason is None:
-        return None
-    name = reason.name if isinstance(reason, types.FinishReason) else str(reason)
-    if name == "FINISH_REASON_UNSPECIFIED":
-        return None
-    return _FINISH_REASONS.get(name, "other")
-
-
-def json_safe(value: Any) -> JsonValue:
-    """Tool arguments and results may hold bytes, dates or objects: make them JSON values."""
-    safe: JsonValue = to_jsonable_python(value, fallback=str, bytes_mode="base64")
-    return safe
-
-
-def tool_error_text(response: Any) -> str | None:
-    """The error text of an error-shaped tool result, or None for a normal result.
-
-    Rule (docs/adr/0003): a dict whose ``error`` key holds a non-empty value is a failure.
-    ADK itself reports tool failures this way (``{"error": "..."}``).
-    """
-    if isinstance(response, dict):
-        error = response.get("error")
-        if error:
-            return error if isinstance(error, str) else str(json_safe(error))
-    return None
 
 
 class StreamProtocolConverter:
@@ -332,7 +294,7 @@ class StreamProtocolConverter:
     def _convert_model_content(
         self, event: Event, parts: list[types.Part], out: list[BaseChunk]
     ) -> None:
-        if all(_is_audio(p) for p in parts):
+        if all(is_audio(p) for p in parts):
             # Live audio arrives as its own events between transcript deltas: it is not the
             # end of the answer's text, so it closes nothing.
             self._ensure_step(out)
@@ -403,7 +365,7 @@ class StreamProtocolConverter:
             # Raw PCM is not a playable file: the client consumes it as transient data.
             return DataChunk(
                 type="data-pcm",
-                data={"data": encoded, "mediaType": mime, "sampleRate": _pcm_rate(mime)},
+                data={"data": encoded, "mediaType": mime, "sampleRate": pcm_rate(mime)},
                 transient=True,
             )
         return FileChunk(url=f"data:{mime};base64,{encoded}", media_type=mime)
@@ -544,16 +506,3 @@ class StreamProtocolConverter:
             out.append(TextEndChunk(id=self._text_id))
             self._text_id = None
         return out
-
-
-def _is_audio(part: types.Part) -> bool:
-    blob = part.inline_data
-    return blob is not None and (blob.mime_type or "").startswith("audio/")
-
-
-def _pcm_rate(mime: str) -> int:
-    for param in mime.split(";")[1:]:
-        key, _, value = param.strip().partition("=")
-        if key == "rate" and value.isdigit():
-            return int(value)
-    return 24000  # Gemini's output rate, when the mime type does not say

@@ -9,7 +9,8 @@ from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.genai import types
 
 from adk_stream_protocol.chunks import BaseChunk
-from adk_stream_protocol.converter import StreamProtocolConverter, map_finish_reason
+from adk_stream_protocol.converter import StreamProtocolConverter
+from adk_stream_protocol.event_values import map_finish_reason
 from tests.support import assert_strict_chunk
 
 AGENT = "demo_agent"
