@@ -80,11 +80,11 @@ from typing_extensions import override
 from .model import (
     ERROR_CODE,
     ERROR_MESSAGE,
-    OFFLINE_MODEL_NAME,
     _usage,
     chunk_text,
     decide_reply_off_loop,
 )
+from .names import OFFLINE_MODEL_NAME
 
 __all__ = [
     "LONG_UTTERANCE_PHRASE",

@@ -34,9 +34,10 @@ from google.adk.models.llm_response import LlmResponse
 from google.genai import types
 from typing_extensions import override
 
+from .names import OFFLINE_MODEL_NAME, OFFLINE_MODEL_PATTERN
+
 logger = logging.getLogger(__name__)
 
-OFFLINE_MODEL_NAME = "offline-demo"
 ERROR_CODE = "DEMO_MODEL_FAILURE"
 # Deliberately carries an "internal detail" so the server can prove it redacts.
 ERROR_MESSAGE = "offline demo model failure (internal detail: stack xyz)"
@@ -710,7 +711,7 @@ class OfflineDemoLlm(BaseLlm):
     @classmethod
     @override
     def supported_models(cls) -> list[str]:
-        return [r"offline-.*"]
+        return [OFFLINE_MODEL_PATTERN]
 
     @property
     @override
