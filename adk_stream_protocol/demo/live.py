@@ -76,15 +76,10 @@ from google.adk.models.llm_response import LlmResponse
 from google.genai import types
 from typing_extensions import override
 
-# `_usage` is shared on purpose: token counts must match the non-live model's.
-from .model import (
-    ERROR_CODE,
-    ERROR_MESSAGE,
-    _usage,
-    chunk_text,
-    decide_reply_off_loop,
-)
+from .chunks import chunk_text
 from .names import OFFLINE_MODEL_NAME
+from .replies import ERROR_CODE, ERROR_MESSAGE, decide_reply_off_loop
+from .usage import token_usage
 
 __all__ = [
     "LONG_UTTERANCE_PHRASE",
@@ -539,7 +534,7 @@ class OfflineLiveConnection(BaseLlmConnection):
             await turn.answered.wait()
             self._history.append(types.Content(role="user", parts=list(turn.results)))
         await self._pause()
-        self._put(usage_metadata=_usage(prompt, generated))
+        self._put(usage_metadata=token_usage(prompt, generated))
         self._put(turn_complete=True)
 
     def _new_call(self, name: str, args: dict[str, Any]) -> types.FunctionCall:
