@@ -24,7 +24,9 @@ from adk_stream_protocol.demo import (
     build_demo_agent,
     register_offline_model,
 )
-from adk_stream_protocol.demo.model import ERROR_CODE, chunk_text, parse_intent
+from adk_stream_protocol.demo.chunks import chunk_text
+from adk_stream_protocol.demo.intents import parse_intent
+from adk_stream_protocol.demo.replies import ERROR_CODE
 from adk_stream_protocol.demo.tools import WALLET_STATE_KEY, get_weather
 
 APP, USER, SESSION = "demo_app", "user-1", "session-1"
@@ -551,7 +553,7 @@ def test_parse_intent(text: str, kind: str, steps: list[list[tuple[Any, str, str
     ],
 )
 def test_payment_edge_cases(text: str, steps: list[list[tuple[Any, str, str]]]) -> None:
-    """Pins what the linear-time payment rules must still match (see demo/model.py)."""
+    """Pins what the linear-time payment rules must still match (see demo/payments.py)."""
     intent = parse_intent(text)
     parsed = [
         [(c.args["amount"], c.args["recipient"], c.args["currency"]) for c in step]
@@ -572,7 +574,7 @@ def test_payment_edge_cases(text: str, steps: list[list[tuple[Any, str, str]]]) 
     ],
 )
 def test_weather_city_edge_cases(text: str, city: str) -> None:
-    """Pins what the linear-time city rules must still find (see demo/model.py)."""
+    """Pins what the linear-time city rules must still find (see demo/cities.py)."""
     intent = parse_intent(text)
     assert intent.kind == "weather"
     assert intent.steps[0][0].args == {"location": city}

@@ -26,7 +26,7 @@ from adk_stream_protocol.demo.live import (
     LiveOptions,
     OfflineLiveConnection,
 )
-from adk_stream_protocol.demo.model import ERROR_CODE
+from adk_stream_protocol.demo.replies import ERROR_CODE
 
 APP, USER, SESSION = "demo_app", "user-1", "session-1"
 AGENT = "demo_agent"

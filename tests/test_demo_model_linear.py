@@ -23,18 +23,18 @@ from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.genai import types
 
-from adk_stream_protocol.demo.live import LiveOptions, OfflineLiveConnection
-from adk_stream_protocol.demo.model import (
+from adk_stream_protocol.demo.bounds import (
     MAX_LISTED_ATTACHMENTS,
     MAX_PAYMENTS_PER_MESSAGE,
     MAX_QUOTE_CHARS,
     MAX_REPLY_CHARS,
     MAX_STREAM_PIECES,
-    OfflineDemoLlm,
-    chunk_text,
-    decide_reply,
-    parse_intent,
 )
+from adk_stream_protocol.demo.chunks import chunk_text
+from adk_stream_protocol.demo.intents import parse_intent
+from adk_stream_protocol.demo.live import LiveOptions, OfflineLiveConnection
+from adk_stream_protocol.demo.model import OfflineDemoLlm
+from adk_stream_protocol.demo.replies import decide_reply
 
 SIZE = 200_000  # The server's default limit on the characters of one message.
 # Seconds for SIZE characters: the model needs well under one, even on a slow and busy

@@ -1,7 +1,8 @@
 """Offline demo agent: a scripted model and four tools (two run in the browser)."""
 
-from .agent import OFFLINE_MODEL_NAME, build_demo_agent
+from .agent import build_demo_agent
 from .model import OfflineDemoLlm, register_offline_model
+from .names import OFFLINE_MODEL_NAME
 from .tools import demo_tools
 
 __all__ = [

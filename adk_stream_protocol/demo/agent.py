@@ -5,7 +5,8 @@ from __future__ import annotations
 from google.adk.agents import LlmAgent
 from google.adk.models import BaseLlm
 
-from .model import OFFLINE_MODEL_NAME, register_offline_model
+from .model import register_offline_model
+from .names import OFFLINE_MODEL_NAME, is_offline_model
 from .tools import demo_tools
 
 __all__ = ["OFFLINE_MODEL_NAME", "build_demo_agent"]
@@ -28,7 +29,7 @@ including errors and rejected calls.
 
 def build_demo_agent(model: str | BaseLlm) -> LlmAgent:
     """Builds the demo agent for a model name ("offline-demo", "gemini-…") or instance."""
-    if isinstance(model, str) and model.startswith("offline-"):
+    if isinstance(model, str) and is_offline_model(model):
         # Registration is deferred to here so importing the package has no side effects.
         register_offline_model()
     return LlmAgent(

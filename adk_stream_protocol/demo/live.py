@@ -2,7 +2,7 @@
 
 `OfflineLiveConnection` stands in for a Gemini Live session without a network.
 It answers with the same reply logic as `OfflineDemoLlm.generate_content_async`
-(`decide_reply` over the conversation it has seen), so a chat behaves the same
+(`decide_reply` of replies.py over the conversation it has seen), so a chat behaves the same
 over `run_async` and `run_live`. The output follows what ADK's
 `GeminiLlmConnection` yields for Gemini Live:
 
@@ -29,21 +29,9 @@ Transcriptions are only produced when `input_audio_transcription` /
 `output_audio_transcription` are set (RunConfig turns both on by default).
 Thoughts are streamed as `thought=True` text in both modalities.
 
-Audio input (`audio/pcm;rate=N` blobs, PCM16 LE mono) is not recognised; the
-model "hears" a fixed phrase chosen by the length of the utterance:
-`SHORT_UTTERANCE_PHRASE` below `LONG_UTTERANCE_SECONDS`, otherwise
-`LONG_UTTERANCE_PHRASE` (a weather question, so voice exercises a tool call).
-An utterance ends:
-
-* at `ActivityEnd`, once the client has sent `ActivityStart` (or from the start
-  when `realtime_input_config` disables automatic activity detection); any
-  audio between start and end counts as speech;
-* otherwise by an energy detector: audio chunks whose RMS reaches
-  `VOICE_RMS_THRESHOLD` are speech; the utterance ends after
-  `END_OF_SPEECH_SILENCE_SECONDS` of quieter audio (counted in samples, so it
-  does not depend on timing), at `audio_stream_end`, or when no audio arrives
-  for `IDLE_END_OF_SPEECH_SECONDS` of wall time (a client that simply stops
-  streaming). Silence alone is never an utterance.
+Audio input is not recognised: the model "hears" a fixed phrase chosen by the
+length of the utterance (see listening.py for the phrases and where an utterance
+ends).
 
 New user input while a turn is still being produced (text, `ActivityStart`, or
 speech detected automatically) interrupts it, as Gemini does: the text streamed
@@ -60,14 +48,9 @@ interrupted turn is recognised and dropped.
 
 from __future__ import annotations
 
-import array
 import asyncio
 import logging
-import math
-import re
-import sys
 from collections.abc import AsyncGenerator, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from google.adk.models.base_llm_connection import BaseLlmConnection, RealtimeInput
@@ -76,16 +59,22 @@ from google.adk.models.llm_response import LlmResponse
 from google.genai import types
 from typing_extensions import override
 
-# `_usage` is shared on purpose: token counts must match the non-live model's.
-from .model import (
-    ERROR_CODE,
-    ERROR_MESSAGE,
-    OFFLINE_MODEL_NAME,
-    _usage,
-    chunk_text,
-    decide_reply_off_loop,
+from .audio import OUTPUT_AUDIO_MIME_TYPE, sample_rate, voice_chunk
+from .chunks import chunk_text
+from .listening import (
+    IDLE_END_OF_SPEECH_SECONDS,
+    LONG_UTTERANCE_PHRASE,
+    SHORT_UTTERANCE_PHRASE,
+    Listener,
+    phrase_for_utterance,
 )
+from .live_options import LiveOptions
+from .live_turn import Turn
+from .names import OFFLINE_MODEL_NAME
+from .replies import ERROR_CODE, ERROR_MESSAGE, decide_reply_off_loop
+from .usage import token_usage
 
+# The names this module has always offered (they now live in the modules they come from).
 __all__ = [
     "LONG_UTTERANCE_PHRASE",
     "OUTPUT_AUDIO_MIME_TYPE",
@@ -97,163 +86,8 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-# --- What the model hears and says ---------------------------------------------
-
-SHORT_UTTERANCE_PHRASE = "Hello from the microphone."
-LONG_UTTERANCE_PHRASE = "What's the weather in Tokyo?"
-LONG_UTTERANCE_SECONDS = 1.0
-
-OUTPUT_SAMPLE_RATE = 24_000
-OUTPUT_AUDIO_MIME_TYPE = f"audio/pcm;rate={OUTPUT_SAMPLE_RATE}"
-AUDIO_SECONDS_PER_DELTA = 0.1
-TONE_HZ = 440.0
-TONE_AMPLITUDE = 6_000  # Quiet enough not to startle anyone testing with speakers on.
-
-# --- Turn taking -----------------------------------------------------------------
-
-DEFAULT_INPUT_SAMPLE_RATE = 16_000
-VOICE_RMS_THRESHOLD = 500.0  # About -36 dBFS: above room noise, below any speech.
-END_OF_SPEECH_SILENCE_SECONDS = 0.5
-IDLE_END_OF_SPEECH_SECONDS = 0.8
 # A realistic but fast pause between streamed pieces (it also lets input arrive mid-turn).
 DEFAULT_PACE_SECONDS = 0.005
-# The voice detector's RMS reads at most this many samples of a chunk, evenly spread: a
-# close loudness estimate at a cost that does not grow with the chunk (16,000 = 1 s).
-MAX_RMS_SAMPLES = 16_000
-
-_RE_RATE = re.compile(r"rate=(\d+)")
-
-
-def phrase_for_utterance(seconds: float) -> str:
-    """The words the offline model "hears" in an utterance of this length."""
-    return LONG_UTTERANCE_PHRASE if seconds >= LONG_UTTERANCE_SECONDS else SHORT_UTTERANCE_PHRASE
-
-
-@dataclass(frozen=True)
-class LiveOptions:
-    """The parts of the live connect config the offline model honours.
-
-    Built directly (tests), the defaults are text output with transcriptions on.
-    """
-
-    audio_output: bool = False
-    input_transcription: bool = True
-    output_transcription: bool = True
-    automatic_activity_detection: bool = True
-
-    @classmethod
-    def from_config(cls, config: types.LiveConnectConfig | None) -> LiveOptions:
-        config = config or types.LiveConnectConfig()
-        modalities = config.response_modalities
-        # run_live always sets the modalities; AUDIO is its default too.
-        audio = modalities is None or types.Modality.AUDIO in modalities
-        realtime = config.realtime_input_config
-        detection = realtime.automatic_activity_detection if realtime else None
-        return cls(
-            audio_output=audio,
-            input_transcription=config.input_audio_transcription is not None,
-            output_transcription=config.output_audio_transcription is not None,
-            automatic_activity_detection=not (detection and detection.disabled),
-        )
-
-
-# --- Audio -------------------------------------------------------------------------
-
-
-def _pcm16(data: bytes) -> array.array[int]:
-    samples = array.array("h")
-    samples.frombytes(data[: len(data) - len(data) % 2])
-    if sys.byteorder == "big":  # The wire format is little-endian.
-        samples.byteswap()
-    return samples
-
-
-def _rms(data: bytes) -> float:
-    samples = _pcm16(data)
-    if len(samples) > MAX_RMS_SAMPLES:
-        samples = samples[:: -(-len(samples) // MAX_RMS_SAMPLES)]
-    if not samples:
-        return 0.0
-    return math.sqrt(sum(s * s for s in samples) / len(samples))
-
-
-def _sample_rate(mime_type: str | None) -> int:
-    match = _RE_RATE.search(mime_type or "")
-    return int(match.group(1)) if match else DEFAULT_INPUT_SAMPLE_RATE
-
-
-def _tone(first_sample: int, count: int) -> bytes:
-    """A slice of one continuous sine tone, so consecutive chunks join smoothly."""
-    step = 2 * math.pi * TONE_HZ / OUTPUT_SAMPLE_RATE
-    samples = array.array(
-        "h",
-        (
-            round(TONE_AMPLITUDE * math.sin(step * n))
-            for n in range(first_sample, first_sample + count)
-        ),
-    )
-    if sys.byteorder == "big":
-        samples.byteswap()
-    return samples.tobytes()
-
-
-class _Listener:
-    """Decides where the user's utterances begin and end."""
-
-    def __init__(self, automatic: bool) -> None:
-        self.explicit = not automatic
-        self._in_activity = False
-        self._speech = 0.0  # Seconds of speech in the current utterance.
-        self._silence = 0.0  # Trailing quiet seconds (automatic detection only).
-
-    @property
-    def hearing(self) -> bool:
-        return self._speech > 0
-
-    def activity_start(self) -> None:
-        # Activity signals mean the client runs its own detection from now on.
-        self.explicit = True
-        self._in_activity = True
-        self._speech = self._silence = 0.0
-
-    def activity_end(self) -> float | None:
-        if not self._in_activity:
-            return None
-        self._in_activity = False
-        return self._finish()
-
-    def audio(self, data: bytes, rate: int) -> tuple[bool, float | None]:
-        """Returns (speech just started, length of an utterance that just ended)."""
-        seconds = len(data) / 2 / rate
-        if self.explicit:
-            if self._in_activity:
-                self._speech += seconds
-            return False, None
-        if _rms(data) >= VOICE_RMS_THRESHOLD:
-            started = not self.hearing
-            self._speech += self._silence + seconds  # Pauses inside speech count as speech.
-            self._silence = 0.0
-            return started, None
-        if not self.hearing:
-            return False, None
-        self._silence += seconds
-        if self._silence >= END_OF_SPEECH_SILENCE_SECONDS:
-            return False, self._finish()
-        return False, None
-
-    def stream_end(self) -> float | None:
-        """The client stopped streaming (audio_stream_end, or nothing arrives any more)."""
-        if self.explicit or not self.hearing:
-            return None
-        return self._finish()
-
-    def _finish(self) -> float | None:
-        seconds = self._speech
-        self._speech = self._silence = 0.0
-        return seconds if seconds > 0 else None
-
-
-# --- Turns ---------------------------------------------------------------------------
 
 
 class _Closed:
@@ -262,39 +96,6 @@ class _Closed:
 
 _CLOSED = _Closed()
 _OutboxItem = LlmResponse | BaseException | _Closed
-
-
-@dataclass(eq=False)
-class _Turn:
-    """One model turn being produced, and what an interruption has to close."""
-
-    task: asyncio.Task[None] | None = None
-    # Pieces streamed whose final response is not sent yet (lists: joined only if needed).
-    heard: list[str] = field(default_factory=list)  # Input transcription.
-    streamed: list[str] = field(default_factory=list)  # Text.
-    streamed_thought: bool = False
-    spoken: list[str] = field(default_factory=list)  # Output transcription.
-    awaiting: dict[str, types.FunctionCall] = field(default_factory=dict)
-    results: list[types.Part] = field(default_factory=list)
-    answered: asyncio.Event = field(default_factory=asyncio.Event)
-
-    def expect(self, calls: Sequence[types.FunctionCall]) -> None:
-        self.awaiting = {c.id: c for c in calls if c.id}
-        self.results = []
-        self.answered.clear()
-
-    def accept(self, response: types.FunctionResponse) -> bool:
-        """Takes a function response if it answers a call this turn waits for."""
-        call_id = response.id
-        if call_id is None:  # A client that dropped the id: pair by name.
-            call_id = next((k for k, c in self.awaiting.items() if c.name == response.name), None)
-        if call_id is None or call_id not in self.awaiting:
-            return False
-        del self.awaiting[call_id]
-        self.results.append(types.Part(function_response=response))
-        if not self.awaiting:
-            self.answered.set()
-        return True
 
 
 class OfflineLiveConnection(BaseLlmConnection):
@@ -313,8 +114,8 @@ class OfflineLiveConnection(BaseLlmConnection):
         self._history: list[types.Content] = []
         self._draft: list[types.Part] = []  # Partial user content awaiting its completion.
         self._outbox: asyncio.Queue[_OutboxItem] = asyncio.Queue()
-        self._turn: _Turn | None = None
-        self._listener = _Listener(self._options.automatic_activity_detection)
+        self._turn: Turn | None = None
+        self._listener = Listener(self._options.automatic_activity_detection)
         self._idle_timer: asyncio.TimerHandle | None = None
         self._calls_made = 0
         self._closed = False
@@ -429,7 +230,7 @@ class OfflineLiveConnection(BaseLlmConnection):
                 logger.info("offline live model drops an unexpected %s result", response.name)
 
     def _take_audio(self, blob: types.Blob) -> None:
-        started, ended = self._listener.audio(blob.data or b"", _sample_rate(blob.mime_type))
+        started, ended = self._listener.audio(blob.data or b"", sample_rate(blob.mime_type))
         if started:
             self._interrupt()  # Barge-in: the user talks over the model.
         self._cancel_idle_timer()
@@ -464,7 +265,7 @@ class OfflineLiveConnection(BaseLlmConnection):
         self._outbox.put_nowait(LlmResponse(model_version=self._model_version, **fields))
 
     def _start_turn(self, spoken: str | None) -> None:
-        turn = _Turn()
+        turn = Turn()
         turn.task = asyncio.create_task(self._play_turn(turn, spoken))
         self._turn = turn
 
@@ -496,7 +297,7 @@ class OfflineLiveConnection(BaseLlmConnection):
         if said:
             self._history.append(types.Content(role="model", parts=[types.Part(text=said)]))
 
-    async def _play_turn(self, turn: _Turn, spoken: str | None) -> None:
+    async def _play_turn(self, turn: Turn, spoken: str | None) -> None:
         try:
             await self._produce(turn, spoken)
         except asyncio.CancelledError:
@@ -506,7 +307,7 @@ class OfflineLiveConnection(BaseLlmConnection):
             logger.exception("offline live model failed")
             self._outbox.put_nowait(error)
 
-    async def _produce(self, turn: _Turn, spoken: str | None) -> None:
+    async def _produce(self, turn: Turn, spoken: str | None) -> None:
         prompt = list(self._history)
         generated: list[types.Part] = []
         if spoken is not None and self._options.input_transcription:
@@ -539,7 +340,7 @@ class OfflineLiveConnection(BaseLlmConnection):
             await turn.answered.wait()
             self._history.append(types.Content(role="user", parts=list(turn.results)))
         await self._pause()
-        self._put(usage_metadata=_usage(prompt, generated))
+        self._put(usage_metadata=token_usage(prompt, generated))
         self._put(turn_complete=True)
 
     def _new_call(self, name: str, args: dict[str, Any]) -> types.FunctionCall:
@@ -549,7 +350,7 @@ class OfflineLiveConnection(BaseLlmConnection):
     async def _pause(self) -> None:
         await asyncio.sleep(self._pace)
 
-    async def _transcribe_input(self, turn: _Turn, phrase: str) -> None:
+    async def _transcribe_input(self, turn: Turn, phrase: str) -> None:
         for piece in chunk_text(phrase):
             await self._pause()
             turn.heard.append(piece)
@@ -561,7 +362,7 @@ class OfflineLiveConnection(BaseLlmConnection):
             input_transcription=types.Transcription(text=phrase, finished=True), partial=False
         )
 
-    async def _stream_text(self, turn: _Turn, text: str, *, thought: bool) -> None:
+    async def _stream_text(self, turn: Turn, text: str, *, thought: bool) -> None:
         turn.streamed_thought = thought
         for piece in chunk_text(text):
             await self._pause()
@@ -573,14 +374,11 @@ class OfflineLiveConnection(BaseLlmConnection):
         part = types.Part(text=text, thought=thought or None)
         self._put(content=types.Content(role="model", parts=[part]), partial=False)
 
-    async def _speak(self, turn: _Turn, text: str) -> None:
-        chunk_samples = round(AUDIO_SECONDS_PER_DELTA * OUTPUT_SAMPLE_RATE)
+    async def _speak(self, turn: Turn, text: str) -> None:
         for index, piece in enumerate(chunk_text(text)):
             await self._pause()
             turn.spoken.append(piece)
-            audio = types.Blob(
-                mime_type=OUTPUT_AUDIO_MIME_TYPE, data=_tone(index * chunk_samples, chunk_samples)
-            )
+            audio = types.Blob(mime_type=OUTPUT_AUDIO_MIME_TYPE, data=voice_chunk(index))
             # Audio events carry no partial flag, as with Gemini.
             self._put(content=types.Content(role="model", parts=[types.Part(inline_data=audio)]))
             if self._options.output_transcription:

@@ -1,0 +1,85 @@
+"""Reading the conversation a request carries: the latest user message, and the tool
+results that answer the model's calls since then.
+
+ADK strips its own `adk-` call ids before the request reaches a model, so calls
+and their responses are paired by name and order instead of by id.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from google.genai import types
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """A function response paired with the call it answers."""
+
+    name: str
+    args: dict[str, Any]
+    response: dict[str, Any]
+
+
+def latest_user_message_index(contents: Sequence[types.Content]) -> int | None:
+    """Where the latest user message is, if there is one.
+
+    A user message is any user content that is not function responses (tool results
+    and browser results also arrive with role "user").
+    """
+    for index in range(len(contents) - 1, -1, -1):
+        content = contents[index]
+        parts = content.parts or []
+        if content.role == "user" and not any(p.function_response for p in parts):
+            return index
+    return None
+
+
+def text_of(content: types.Content | None) -> str:
+    """The text of a content, without its thoughts."""
+    if content is None:
+        return ""
+    return " ".join(p.text for p in content.parts or [] if p.text and not p.thought).strip()
+
+
+def calls_of(content: types.Content) -> list[types.FunctionCall]:
+    """The function calls of a content."""
+    return [p.function_call for p in content.parts or [] if p.function_call]
+
+
+def pair_results(later: Sequence[types.Content]) -> list[list[ToolResult]]:
+    """Groups function responses by the model step whose calls they answer."""
+    steps: list[list[ToolResult]] = []
+    pending: dict[str | None, deque[types.FunctionCall]] = {}
+    for content in later:
+        if content.role == "model" and (calls := calls_of(content)):
+            pending = {}
+            for c in calls:
+                pending.setdefault(c.name, deque()).append(c)
+            steps.append([])
+            continue
+        for part in content.parts or []:
+            response = part.function_response
+            if response is None or not steps:
+                continue
+            # Ids are stripped before the request reaches the model, so take
+            # the first pending call with the same name.
+            same_name = pending.get(response.name)
+            call = same_name.popleft() if same_name else None
+            name = response.name or "unknown_tool"
+            args = dict(call.args or {}) if call else {}
+            steps[-1].append(ToolResult(name, args, _unwrap(response.response)))
+    return steps
+
+
+def _unwrap(response: dict[str, Any] | None) -> dict[str, Any]:
+    # ADK wraps non-dict tool returns as {"result": value}; clients may too.
+    if not response:
+        return {}
+    inner = response.get("result")
+    if len(response) == 1 and isinstance(inner, dict):
+        return inner
+    return response
