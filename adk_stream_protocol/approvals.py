@@ -42,16 +42,16 @@ class LiveApprovalPlugin(BasePlugin):
         if await _requires_approval(tool, tool_args, tool_context):
             outcome = await self._pending.ask_approval(chat, call_id, tool.name, self._timeout)
             if outcome == "denied":
-                return REJECTED_RESULT
+                return dict(REJECTED_RESULT)
             if outcome == "timeout":
-                return APPROVAL_TIMEOUT_RESULT
+                return dict(APPROVAL_TIMEOUT_RESULT)
             if outcome == "cancelled":
-                return APPROVAL_CANCELLED_RESULT
+                return dict(APPROVAL_CANCELLED_RESULT)
             # Lets the tool's own confirmation check pass, as an approved resume does.
             tool_context.tool_confirmation = ToolConfirmation(confirmed=True)
         if tool.is_long_running:
             return await self._pending.wait_result(
-                chat, call_id, self._timeout, unwatched=DISCONNECTED_RESULT
+                chat, call_id, self._timeout, unwatched=dict(DISCONNECTED_RESULT)
             )
         return None
 

@@ -184,7 +184,7 @@ class LiveConnection:
 
     async def _shut_down(self) -> None:
         """Disconnect: nobody can answer any more. Nothing pending runs; nothing stays."""
-        await self._pending.unwatch(self._chat, DISCONNECTED_RESULT)
+        await self._pending.unwatch(self._chat, dict(DISCONNECTED_RESULT))
         await self._run.close()
         self._release_slot()
         await self._lease.release()
@@ -232,7 +232,7 @@ class LiveConnection:
         await self._run.ensure_started()
         # Calls still waiting are abandoned: approvals are cancelled (the tools do not run)
         # and browser calls get a clear result, so the model's history stays valid.
-        await self._pending.cancel(self._chat, ABANDONED_RESULT)
+        await self._pending.cancel(self._chat, dict(ABANDONED_RESULT))
         await self._run.wait_model_idle()
         self._last_user_message_id = last.id
         turn = self._turn = self._new_turn_state()

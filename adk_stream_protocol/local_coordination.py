@@ -117,7 +117,7 @@ class LocalPendingCalls:
         if calls is not None and call_id in calls.early:
             return calls.early.pop(call_id)
         result: dict[str, Any] = await self._wait(
-            chat, WaitingCall(call_id, ""), timeout_seconds, BROWSER_TIMEOUT_RESULT, unwatched
+            chat, WaitingCall(call_id, ""), timeout_seconds, dict(BROWSER_TIMEOUT_RESULT), unwatched
         )
         return result
 

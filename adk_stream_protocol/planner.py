@@ -115,7 +115,7 @@ def plan_turn(
     # ADK gives the model the latest result of a call, which replaces an approval placeholder.
     calls = turn_calls(current_turn(history))
     abandoned = sorted(calls.pending_browser_calls() | calls.gated_calls())
-    cancellations = [_response_part(calls.calls[c], c, ABANDONED_RESULT) for c in abandoned]
+    cancellations = [_response_part(calls.calls[c], c, dict(ABANDONED_RESULT)) for c in abandoned]
     return TurnPlan(
         message_id=new_id(),
         new_message=user_content(last),

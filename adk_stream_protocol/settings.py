@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-OFFLINE_MODEL = "offline-demo"
+from adk_stream_protocol.demo.names import OFFLINE_MODEL_NAME, is_offline_model
 
 
 class Settings(BaseSettings):
@@ -84,13 +84,13 @@ class Settings(BaseSettings):
     def resolved_model(self) -> str:
         if self.model != "auto":
             return self.model
-        return self.gemini_model if google_credentials_configured() else OFFLINE_MODEL
+        return self.gemini_model if google_credentials_configured() else OFFLINE_MODEL_NAME
 
     def resolved_live_model(self) -> str:
         """The demo agent's model on /live: the offline model has a live connection; Gemini
         needs a live model."""
         model = self.resolved_model()
-        return model if model.startswith("offline-") else self.live_model
+        return model if is_offline_model(model) else self.live_model
 
 
 def google_credentials_configured() -> bool:

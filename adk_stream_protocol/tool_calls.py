@@ -9,8 +9,9 @@ events of its run as they arrive (``observe``). Either way the same rules read t
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from google.adk.events import Event
@@ -20,13 +21,19 @@ from pydantic import JsonValue
 # never a tool part of its own.
 CONFIRMATION_TOOL = "adk_request_confirmation"
 
-# What a call returns to the model when it does not run, or the client never answers it.
-REJECTED_RESULT = {"error": "This tool call is rejected."}
-APPROVAL_CANCELLED_RESULT = {"error": "The approval request was cancelled; the tool did not run."}
-APPROVAL_TIMEOUT_RESULT = {"error": "The approval request timed out; the tool did not run."}
-BROWSER_TIMEOUT_RESULT = {"error": "The browser did not return the tool's result in time."}
-ABANDONED_RESULT = {"error": "Cancelled: the user sent a new message instead of answering."}
-DISCONNECTED_RESULT = {"error": "Cancelled: the user left before answering; the tool did not run."}
+
+def _error(text: str) -> Mapping[str, str]:
+    return MappingProxyType({"error": text})
+
+
+# What a call returns to the model when it does not run, or the client never answers it
+# (read-only: each use takes a copy, so nothing can change them for the next call).
+REJECTED_RESULT = _error("This tool call is rejected.")
+APPROVAL_CANCELLED_RESULT = _error("The approval request was cancelled; the tool did not run.")
+APPROVAL_TIMEOUT_RESULT = _error("The approval request timed out; the tool did not run.")
+BROWSER_TIMEOUT_RESULT = _error("The browser did not return the tool's result in time.")
+ABANDONED_RESULT = _error("Cancelled: the user sent a new message instead of answering.")
+DISCONNECTED_RESULT = _error("Cancelled: the user left before answering; the tool did not run.")
 
 
 @dataclass(frozen=True)
