@@ -1,0 +1,109 @@
+"""/live state stays in its scope: in process (Starlette's TestClient), the real app, the real
+ADK live runner and the offline model, the in-memory store.
+
+What a socket, a turn and a response hold is gone when they end: the chat lease, waiting
+calls, the chunk log. And a disconnect gives a waiting browser call the right reason.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from starlette.testclient import WebSocketTestSession
+
+from adk_stream_protocol import create_app
+from adk_stream_protocol.bridge import Bridge, bridge_of
+from adk_stream_protocol.local_coordination import LocalChatLeases, LocalChunkLogs
+from adk_stream_protocol.settings import Settings
+from adk_stream_protocol.tool_calls import DISCONNECTED_RESULT
+from tests.support import chat_body, user_message
+
+USER = "local-user"
+
+
+@pytest.fixture
+def client() -> Iterator[TestClient]:
+    settings = Settings(
+        session_store="memory://",
+        model="offline-demo",
+        playground_dir=None,
+        trusted_hosts=["testserver"],  # the TestClient's host
+    )
+    with TestClient(create_app(settings=settings)) as client:
+        yield client
+
+
+def bridge(client: TestClient) -> Bridge:
+    return bridge_of(client.app.state)  # type: ignore[attr-defined]
+
+
+def response_events(socket: WebSocketTestSession) -> list[dict[str, Any]]:
+    """One response's chunks, read up to its [DONE]."""
+    chunks = []
+    while (text := socket.receive_text()) != "data: [DONE]\n\n":
+        chunks.append(json.loads(text.removeprefix("data: ")))
+    return chunks
+
+
+def stored_results(client: TestClient, chat_id: str, call_id: str) -> list[Any]:
+    async def read() -> list[Any]:
+        sessions = bridge(client).sessions
+        session = await sessions.open(USER, chat_id)
+        return [
+            r.response
+            for e in session.events
+            for r in e.get_function_responses()
+            if r.id == call_id
+        ]
+
+    assert client.portal is not None
+    return client.portal.call(read)
+
+
+def test_a_disconnect_gives_a_waiting_browser_call_the_user_left_result(
+    client: TestClient,
+) -> None:
+    chat_id = f"chat-{uuid.uuid4().hex[:8]}"
+    with client.websocket_connect(f"/live?chatId={chat_id}") as socket:
+        socket.send_json(
+            {"type": "message", **chat_body(chat_id, user_message("Play music, track 2", "u1"))}
+        )
+        chunks = response_events(socket)
+    (call,) = [c for c in chunks if c["type"] == "tool-input-available"]
+    assert chunks[-1]["finishReason"] == "tool-calls"
+    # The run ends after the socket; its last write lands shortly after.
+    deadline = time.monotonic() + 10
+    while not (results := stored_results(client, chat_id, call["toolCallId"])):
+        assert time.monotonic() < deadline, "the browser call never got a result"
+        time.sleep(0.05)
+    assert results == [DISCONNECTED_RESULT]
+
+
+def test_nothing_of_a_socket_stays_after_it_closes(client: TestClient) -> None:
+    coordination = bridge(client).coordination
+    leases, logs = coordination.leases, coordination.chunk_logs
+    assert isinstance(leases, LocalChatLeases) and isinstance(logs, LocalChunkLogs)
+    chat_id = f"chat-{uuid.uuid4().hex[:8]}"
+    with client.websocket_connect(f"/live?chatId={chat_id}") as socket:
+        socket.send_json({"type": "message", **chat_body(chat_id, user_message("Hello", "u1"))})
+        assert response_events(socket)[-1]["type"] == "finish"
+        assert logs.active() == 0  # the response ended: its log is gone
+        assert leases.held() == 1  # the socket holds its chat
+        # A second turn, and the same message again is refused, not answered twice.
+        socket.send_json({"type": "message", **chat_body(chat_id, user_message("Again", "u2"))})
+        assert "Again" in "".join(c.get("delta", "") for c in response_events(socket))
+        socket.send_json({"type": "message", **chat_body(chat_id, user_message("Again", "u2"))})
+        refused = response_events(socket)
+        assert refused[0]["type"] == "error" and "already sent" in refused[0]["errorText"]
+    deadline = time.monotonic() + 10
+    while leases.held():
+        assert time.monotonic() < deadline, "the chat lease outlived its socket"
+        time.sleep(0.02)
+    assert client.portal is not None
+    assert client.portal.call(coordination.pending.waiting, (USER, chat_id)) == []
