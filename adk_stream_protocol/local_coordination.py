@@ -49,9 +49,8 @@ class LocalChatLeases:
         return _LocalLease(self, chat)
 
     async def try_acquire(self, chat: ChatKey) -> _LocalLease | None:
-        existing = self._locks.get(chat)
-        if existing is not None and existing.locked():
-            return None
+        if chat in self._locks:
+            return None  # held, or about to be handed to a waiter
         return await self.acquire(chat, wait_seconds=1)
 
     def held(self) -> int:

@@ -1,0 +1,172 @@
+"""Turning what the client sent into ADK content (``inputs.py``)."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import pytest
+from google.genai import types
+
+from adk_stream_protocol.errors import RequestError
+from adk_stream_protocol.inputs import browser_result, is_voice_turn, user_content
+from adk_stream_protocol.ui_messages import AnyToolUIPart, UIMessage
+
+
+def message(*parts: dict[str, Any], role: str = "user") -> UIMessage:
+    return UIMessage.model_validate({"id": "m1", "role": role, "parts": list(parts)})
+
+
+def file(url: str, media_type: str) -> dict[str, Any]:
+    return {"type": "file", "mediaType": media_type, "url": url}
+
+
+def refusal(msg: UIMessage) -> RequestError:
+    with pytest.raises(RequestError) as caught:
+        user_content(msg)
+    return caught.value
+
+
+def test_text_and_base64_file_in_order() -> None:
+    png = b"\x89PNG\r\n\x1a\n\x00binary"
+    url = "data:image/png;base64," + base64.b64encode(png).decode()
+    content = user_content(
+        message(
+            {"type": "text", "text": "Look:"},
+            file(url, "image/png"),
+            {"type": "text", "text": "What is it?"},
+        )
+    )
+    assert content == types.Content(
+        role="user",
+        parts=[
+            types.Part(text="Look:"),
+            types.Part(inline_data=types.Blob(mime_type="image/png", data=png)),
+            types.Part(text="What is it?"),
+        ],
+    )
+
+
+@pytest.mark.parametrize(
+    ("url", "data"),
+    [
+        ("data:text/plain,hello%20world", b"hello world"),
+        ("data:text/plain;charset=utf-8,caf%C3%A9", "café".encode()),
+        ("data:,plain", b"plain"),
+        ("data:text/plain;charset=utf-8;base64,aGk=", b"hi"),
+    ],
+)
+def test_data_urls_are_decoded(url: str, data: bytes) -> None:
+    content = user_content(message(file(url, "text/plain")))
+    assert content.parts is not None
+    (part,) = content.parts
+    assert part.inline_data == types.Blob(mime_type="text/plain", data=data)
+
+
+@pytest.mark.parametrize(
+    "url", ["https://example.com/cat.png", "file:///etc/passwd", "data:image/png;base64"]
+)
+def test_urls_other_than_data_urls_are_refused(url: str) -> None:
+    error = refusal(message(file(url, "image/png")))
+    assert error.status == 422
+    assert "data: URL" in error.message
+
+
+@pytest.mark.parametrize("data", ["not base64!", "aGk", "aG=k", "aGk!=", "aG k="])
+def test_bad_base64_is_refused(data: str) -> None:
+    error = refusal(message(file(f"data:image/png;base64,{data}", "image/png")))
+    assert error.status == 422
+    assert "not valid base64" in error.message
+
+
+@pytest.mark.parametrize("media_type", ["application/zip", "application/x-msdownload"])
+def test_unaccepted_media_type_is_refused(media_type: str) -> None:
+    error = refusal(message(file("data:;base64,aGk=", media_type)))
+    assert error.status == 422
+    assert repr(media_type) in error.message
+
+
+@pytest.mark.parametrize("media_type", ["application/pdf", "application/json", "AUDIO/wav"])
+def test_accepted_non_image_media_types(media_type: str) -> None:
+    content = user_content(message(file("data:;base64,aGk=", media_type)))
+    assert content.parts is not None
+    assert content.parts[0].inline_data == types.Blob(mime_type=media_type, data=b"hi")
+
+
+def test_display_only_parts_are_skipped() -> None:
+    content = user_content(
+        message(
+            {"type": "step-start"},
+            {"type": "reasoning", "text": "..."},
+            {"type": "data-note", "data": {"x": 1}},
+            {"type": "source-url", "sourceId": "s1", "url": "https://example.com"},
+            {"type": "text", "text": ""},
+            {"type": "text", "text": "Hi"},
+        )
+    )
+    assert content == types.Content(role="user", parts=[types.Part(text="Hi")])
+
+
+def test_message_with_nothing_to_send_is_refused() -> None:
+    error = refusal(message({"type": "step-start"}, {"type": "text", "text": ""}))
+    assert error.status == 422
+    assert "no text or file" in error.message
+
+
+def test_tool_part_in_a_user_message_is_refused() -> None:
+    part = {"type": "tool-x", "toolCallId": "c1", "state": "input-available", "input": {}}
+    error = refusal(message(part))
+    assert error.status == 422
+    assert "'tool-x'" in error.message
+
+
+def test_assistant_message_is_no_user_content() -> None:
+    error = refusal(message({"type": "text", "text": "Hi"}, role="assistant"))
+    assert error.status == 422
+
+
+# -- browser results -----------------------------------------------------------------------------
+
+
+def tool_part(**fields: Any) -> AnyToolUIPart:
+    msg = message({"type": "tool-get_location", "toolCallId": "c1", "input": {}, **fields})
+    (part,) = msg.tool_parts()
+    return part
+
+
+def test_browser_object_output_is_the_result() -> None:
+    output = {"lat": 35.6, "lon": 139.7}
+    part = tool_part(state="output-available", output=output)
+    result = browser_result(part)
+    assert result == output
+    result["lat"] = 0  # a copy: the request is not changed through it
+    assert part.output == {"lat": 35.6, "lon": 139.7}
+
+
+@pytest.mark.parametrize("output", ["Tokyo", 42, [1, 2], None, True])
+def test_browser_non_object_output_is_wrapped(output: Any) -> None:
+    assert browser_result(tool_part(state="output-available", output=output)) == {"result": output}
+
+
+def test_browser_error_becomes_an_error_result() -> None:
+    part = tool_part(state="output-error", errorText="permission denied")
+    assert browser_result(part) == {"error": "permission denied"}
+    assert browser_result(tool_part(state="output-error")) == {
+        "error": "The tool failed in the browser."
+    }
+
+
+# -- voice turns ---------------------------------------------------------------------------------
+
+
+def test_voice_turn_has_no_text_or_file() -> None:
+    assert is_voice_turn(message({"type": "data-audio", "data": {"seconds": 2}}))
+    assert is_voice_turn(message({"type": "step-start"}, {"type": "data-audio", "data": None}))
+
+
+def test_messages_with_words_or_nothing_are_no_voice_turn() -> None:
+    assert not is_voice_turn(message())
+    assert not is_voice_turn(message({"type": "text", "text": "Hi"}))
+    assert not is_voice_turn(
+        message({"type": "data-audio", "data": {}}, file("data:,x", "text/plain"))
+    )
