@@ -121,9 +121,12 @@ class LiveConnection:
         self._pending.watch(self._chat, self._on_waiting)
         logger.info("live connected user=%s chat=%s", *self._chat)
         try:
+            await self._run.start()
             await self._receive_frames()
         finally:
-            await self._shut_down()
+            # Its own task: a server that cancels the handler still lets the run end and the
+            # lease go (the bridge cancels it at shutdown).
+            await asyncio.shield(self._bridge.spawn(self._shut_down(), name="live-close"))
 
     async def _receive_frames(self) -> None:
         limit = self._settings.max_frame_bytes
@@ -184,11 +187,13 @@ class LiveConnection:
 
     async def _shut_down(self) -> None:
         """Disconnect: nobody can answer any more. Nothing pending runs; nothing stays."""
-        await self._pending.unwatch(self._chat, dict(DISCONNECTED_RESULT))
-        await self._run.close()
-        self._release_slot()
-        await self._lease.release()
-        logger.info("live disconnected user=%s chat=%s", *self._chat)
+        try:
+            await self._pending.unwatch(self._chat, dict(DISCONNECTED_RESULT))
+            await self._run.close()
+        finally:  # even when the server cancels the handler
+            self._release_slot()
+            await self._lease.release()
+            logger.info("live disconnected user=%s chat=%s", *self._chat)
 
     # -- requests -----------------------------------------------------------------------------
 
@@ -229,7 +234,7 @@ class LiveConnection:
         if last.id == self._last_user_message_id or request.message_id is not None:
             raise RequestError(409, f"message {last.id!r} was already sent on this connection")
         content = None if is_voice_turn(last) else user_content(last)
-        await self._run.ensure_started()
+        failure = await self._run.use()
         # Calls still waiting are abandoned: approvals are cancelled (the tools do not run)
         # and browser calls get a clear result, so the model's history stays valid.
         await self._pending.cancel(self._chat, dict(ABANDONED_RESULT))
@@ -239,6 +244,9 @@ class LiveConnection:
         await turn.open_response(
             new_message_id(), self._sink, await self._open_log(), on_end=self._release_slot
         )
+        if failure is not None:  # the run failed before this message: its response says so
+            await self._on_run_failure(failure)
+            return
         if content is not None:
             self._run.send_content(content)
         logger.info("live turn chat=%s voice=%s", self.chat_id, content is None)
@@ -277,12 +285,14 @@ class LiveConnection:
         except (binascii.Error, ValueError):
             await self._control_error("audio_chunk needs base64 PCM16 in `chunk`")
             return
-        await self._run.ensure_started()
+        if not await self._run_usable():
+            return
         rate = frame.sample_rate
         self._run.queue.send_realtime(types.Blob(mime_type=f"audio/pcm;rate={rate}", data=data))
 
     async def _on_audio_control(self, frame: AudioControlFrame) -> None:
-        await self._run.ensure_started()
+        if not await self._run_usable():
+            return
         if frame.action == "start":
             self._run.queue.send_activity_start()
         else:
@@ -308,6 +318,12 @@ class LiveConnection:
     def _on_waiting(self, call: WaitingCall) -> None:
         if self._turn is not None:
             self._turn.on_waiting(call)
+
+    async def _run_usable(self) -> bool:
+        failure = await self._run.use()
+        if failure is not None:
+            await self._on_run_failure(failure)
+        return failure is None
 
     async def _on_run_failure(self, exc: Exception) -> None:
         if self._turn is None or not await self._turn.fail_response(exc):

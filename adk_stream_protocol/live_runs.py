@@ -48,14 +48,34 @@ class LiveRun:
         self._model_idle = asyncio.Event()
         self._model_idle.set()
         self._discard_until_turn_end = False
+        self._used = False  # whether the client's input has used the run yet
+        self._early_failure: Exception | None = None
 
     @property
     def model_busy(self) -> bool:
         return not self._model_idle.is_set()
 
-    async def ensure_started(self) -> None:
-        """Start on first use: the session exists and holds the history by then, and the
-        live model receives that history when it connects."""
+    async def start(self) -> None:
+        """Start when the socket opens, as ADK's ``/run_live`` does: opening the session, the
+        flow's preparation and the model's connection then happen before the first message,
+        not inside its time to first text. If the session cannot be opened now, the first
+        input tries again and reports it."""
+        try:
+            await self._ensure_started()
+        except Exception:
+            logger.warning("live run not started at connect chat=%s", self._chat_id, exc_info=True)
+
+    async def use(self) -> Exception | None:
+        """The client's input needs the run. Returns the failure of a run that ended before
+        any input used it, for that input's response to report."""
+        await self._ensure_started()
+        self._used = True
+        failure, self._early_failure = self._early_failure, None
+        return failure
+
+    async def _ensure_started(self) -> None:
+        # The session exists and holds the history before the run: the live model receives
+        # that history when it connects.
         if self._task is None:
             await self._bridge.sessions.open(self._user_id, self._chat_id)
             self._task = self._bridge.spawn(self._run(), name=f"live:{self._chat_id}")
@@ -86,9 +106,11 @@ class LiveRun:
             return
         try:
             await asyncio.wait_for(asyncio.shield(self._task), _CLOSE_WAIT_SECONDS)
-        except (TimeoutError, Exception):
+        except BaseException as exc:  # too slow, failed, or we are cancelled ourselves
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
+            if not isinstance(exc, Exception):
+                raise
 
     async def _run(self) -> None:
         try:
@@ -102,6 +124,9 @@ class LiveRun:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
+            if not self._used:
+                self._early_failure = exc  # reported by the first input (see ``use``)
+                return
             await self._on_failure(exc)
 
     async def _dispatch(self, event: Event) -> None:

@@ -10,11 +10,14 @@ ADK's own through an agents directory (``bench.servers``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import re
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
 
 from google.adk.agents import LlmAgent
 from google.adk.models import LLMRegistry
+from google.adk.models.base_llm_connection import BaseLlmConnection
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.genai import types
@@ -22,6 +25,7 @@ from typing_extensions import override
 
 from adk_stream_protocol.demo import OfflineDemoLlm, demo_tools
 from adk_stream_protocol.demo.agent import INSTRUCTION
+from adk_stream_protocol.demo.live import DEFAULT_PACE_SECONDS, LiveOptions, OfflineLiveConnection
 
 MODEL_NAME = "bench-offline"
 AGENT_NAME = "bench_agent"
@@ -31,6 +35,12 @@ _TEXT = (
     "the quick brown fox jumps over a lazy dog while streaming tokens arrive in order "
     "and every client renders them as soon as they land on the wire"
 )
+
+
+# Seconds between the live model's streamed pieces. Benchmark 3 keeps the demo's pace (both
+# servers run this live model); benchmark 4 sets 0, because its comparison (/run_sse) runs the
+# unpaced non-live model and a held-back continuation ends only when the model's answer does.
+LIVE_PACE_ENV = "BENCH_LIVE_PACE_SECONDS"
 
 
 def long_prompt(words: int, per: int, pace: float = 0.0) -> str:
@@ -81,6 +91,18 @@ class BenchLlm(OfflineDemoLlm):
             ),
             model_version=self.model,
         )
+
+    @override
+    @contextlib.asynccontextmanager
+    async def connect(self, llm_request: LlmRequest) -> AsyncIterator[BaseLlmConnection]:
+        """The demo's live connection, paced by ``BENCH_LIVE_PACE_SECONDS``."""
+        pace = float(os.environ.get(LIVE_PACE_ENV, DEFAULT_PACE_SECONDS))
+        options = LiveOptions.from_config(llm_request.live_connect_config)
+        connection = OfflineLiveConnection(options, model_version=self.model, pace_seconds=pace)
+        try:
+            yield connection
+        finally:
+            await connection.close()
 
 
 def register_bench_model() -> None:

@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 
+from bench.agent import LIVE_PACE_ENV
 from bench.clients import (
     Answer,
     chat_body,
@@ -87,7 +88,10 @@ async def on_adk(http: httpx.AsyncClient, server: Server) -> Answer:
     return await stream_post(http, server, "/run_sse", run_sse_body(chat, [answer]), ADK_RESULT)
 
 
-STREAMING = {"ADK_STREAM_STREAM_INTERMEDIATE_RESULTS": "true"}
+# The live model's answer after the tool's result, with no pause between its pieces: a held-back
+# result arrives when that answer ends, and ADK's figure (/run_sse) comes from an unpaced model.
+UNPACED = {LIVE_PACE_ENV: "0"}
+STREAMING = {"ADK_STREAM_STREAM_INTERMEDIATE_RESULTS": "true", **UNPACED}
 
 
 def run(size: Size, ours: Server, adk: Server) -> list[Figure]:

@@ -107,3 +107,22 @@ def test_nothing_of_a_socket_stays_after_it_closes(client: TestClient) -> None:
         time.sleep(0.02)
     assert client.portal is not None
     assert client.portal.call(coordination.pending.waiting, (USER, chat_id)) == []
+
+
+def test_a_live_run_that_cannot_start_answers_the_first_message_with_an_error() -> None:
+    # This agent's model has no live connection. The run starts (and fails) when the socket
+    # opens; the first message still gets the failure as its response's error, then the
+    # socket closes with 1011, as when the run starts with the message.
+    from tests.agents import root_agent
+
+    settings = Settings(
+        session_store="memory://", playground_dir=None, trusted_hosts=["testserver"]
+    )
+    with (
+        TestClient(create_app(root_agent, settings=settings)) as client,
+        client.websocket_connect("/live?chatId=c-no-live") as socket,
+    ):
+        socket.send_json({"type": "message", **chat_body("c-no-live", user_message("hi", "u1"))})
+        assert [c["type"] for c in response_events(socket)] == ["start", "error", "finish"]
+        closed = socket.receive()
+        assert closed == {"type": "websocket.close", "code": 1011, "reason": "the live run failed"}
