@@ -1,10 +1,38 @@
+"""Targets shared by the whole run (tests/support.py says what a target is).
+
+- ``app``: the app with the default settings, in this process (most endpoint tests);
+- ``server``: ``server:app`` under uvicorn in a subprocess, as deployed: the one server for
+  what crosses the wire with the default settings (the real AI SDK clients, the scenario
+  catalogue, the browser, raw sockets, smoke tests);
+- ``servers``: uvicorn servers with other settings (``servers.get(env)``), one per set of
+  settings, each served from a thread of this process and shared by every test that asks
+  for the same settings; ``audio_server`` is the one with spoken answers on /live.
+"""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import pytest
 
-from tests.support import LiveServer, run_server
+from tests.support import (
+    InProcessApp,
+    LiveServer,
+    ServerPool,
+    Target,
+    in_process_app,
+    run_server,
+)
+
+AUDIO = {"ADK_STREAM_LIVE_MODALITY": "AUDIO"}
+
+
+@pytest.fixture(scope="session")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessApp]:
+    """The app with the default settings in this process: real ADK runner, offline demo
+    model, SQLite store."""
+    with in_process_app(tmp_path_factory.mktemp("app")) as target:
+        yield target
 
 
 @pytest.fixture(scope="session")
@@ -15,7 +43,22 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
 
 
 @pytest.fixture(scope="session")
-def debug_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    """The same app with error details shown to the client (ADK_STREAM_ERROR_DETAIL)."""
-    with run_server(tmp_path_factory.mktemp("debug"), {"ADK_STREAM_ERROR_DETAIL": "true"}) as live:
-        yield live
+def servers(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[ServerPool]:
+    pool = ServerPool(tmp_path_factory, request)
+    yield pool
+    pool.close()
+
+
+@pytest.fixture(scope="session")
+def audio_server(servers: ServerPool) -> LiveServer:
+    """Spoken answers on /live (transcript text plus PCM audio)."""
+    return servers.get(AUDIO)
+
+
+@pytest.fixture
+def target(request: pytest.FixtureRequest) -> Target:
+    """``app`` or ``server``, named by an indirect parameter: a test that runs on both."""
+    chosen: Target = request.getfixturevalue(request.param)
+    return chosen

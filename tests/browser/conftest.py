@@ -1,13 +1,15 @@
 """Real-browser tests: Playwright drives Debian's Chromium against the real server, which serves
 the built playground at `/` (docs/adr/0016-browser-tests.md).
 
-Fixtures: one headless Chromium for all the browser tests, one TEXT server and one AUDIO server
-(the offline model), and per test a fresh browser context with the playground open on a new
-chat. When a test fails, a screenshot of each of its pages goes to `test-artifacts/browser/`.
+Fixtures: one headless Chromium for all the browser tests; the TEXT server is the run's `server`
+(`server:app` serves the built playground by default) and the AUDIO server the run's
+`audio_server` (tests/conftest.py); per test a fresh browser context with the playground open on
+a new chat. When a test fails, a screenshot of each of its pages goes to
+`test-artifacts/browser/`.
 
-The browser and the servers are scoped to this package (the whole run of the browser tests, then
-released), not to the pytest session: Playwright's sync API keeps an asyncio loop marked as
-running on the main thread while it is started, and the other tests call `asyncio.run()`.
+The browser is scoped to this package (the whole run of the browser tests, then released), not
+to the pytest session: Playwright's sync API keeps an asyncio loop marked as running on the main
+thread while it is started, and the other tests call `asyncio.run()`.
 """
 
 from __future__ import annotations
@@ -23,10 +25,9 @@ import pytest
 from playwright.sync_api import Browser, Page, Playwright, expect, sync_playwright
 
 from tests.browser.playground import Playground
-from tests.support import ROOT, LiveServer, run_server
+from tests.support import PLAYGROUND_DIST, ROOT, LiveServer
 
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
-PLAYGROUND_DIST = ROOT / "playground" / "dist"
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",
@@ -73,32 +74,28 @@ def browser(playwright: Playwright) -> Iterator[Browser]:
     browser.close()
 
 
-def _serve_playground(
-    factory: pytest.TempPathFactory, name: str, env: dict[str, str]
-) -> Iterator[LiveServer]:
+def _check_playground_built() -> None:
     if not (PLAYGROUND_DIST / "index.html").is_file():
         pytest.fail(
             f"{PLAYGROUND_DIST} has no build: run scripts/test (it builds the playground) or"
             " `npm ci && npm run build` in client/ and playground/.",
             pytrace=False,
         )
-    env = {"ADK_STREAM_PLAYGROUND_DIR": str(PLAYGROUND_DIST), **env}
-    with run_server(factory.mktemp(name), env) as server:
-        yield server
 
 
 @pytest.fixture(scope="package")
-def text_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    """The real app serving the playground; /live answers in text."""
-    yield from _serve_playground(tmp_path_factory, "browser-text", {})
+def text_server(server: LiveServer) -> LiveServer:
+    """The real app serving the playground (its default `ADK_STREAM_PLAYGROUND_DIR`); /live
+    answers in text."""
+    _check_playground_built()
+    return server
 
 
 @pytest.fixture(scope="package")
-def audio_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+def browser_audio_server(audio_server: LiveServer) -> LiveServer:
     """The same with spoken answers on /live (transcript text plus PCM audio)."""
-    yield from _serve_playground(
-        tmp_path_factory, "browser-audio", {"ADK_STREAM_LIVE_MODALITY": "AUDIO"}
-    )
+    _check_playground_built()
+    return audio_server
 
 
 OpenPlayground = Callable[..., Playground]
