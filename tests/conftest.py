@@ -26,6 +26,22 @@ from tests.support import (
 
 AUDIO = {"ADK_STREAM_LIVE_MODALITY": "AUDIO"}
 
+# Under pytest-xdist (`scripts/test` runs two workers, `--dist loadgroup`): tests that must share
+# one worker. The browser tests share one Chromium; the scenario catalogue starts all its jobs
+# at once; the benchmark smoke test, a minute of one core, gets a worker to itself meanwhile.
+XDIST_GROUPS = {
+    "tests/browser/": "browser",
+    "tests/test_scenarios.py": "scenarios",
+    "tests/test_bench_smoke.py": "bench",
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for prefix, group in XDIST_GROUPS.items():
+            if item.nodeid.startswith(prefix):
+                item.add_marker(pytest.mark.xdist_group(group))
+
 
 @pytest.fixture(scope="session")
 def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessApp]:

@@ -22,7 +22,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, Playwright, expect, sync_playwright
+from playwright.sync_api import (
+    Browser,
+    BrowserContext,
+    ConsoleMessage,
+    Error,
+    Page,
+    Playwright,
+    expect,
+    sync_playwright,
+)
 
 from tests.browser.playground import Playground
 from tests.support import PLAYGROUND_DIST, ROOT, LiveServer
@@ -50,6 +59,7 @@ expect.set_options(timeout=TIMEOUT_MS)
 # The pages a test opened (for the screenshot on failure) and what their consoles said.
 _PAGES = pytest.StashKey[list[Page]]()
 _CONSOLE = pytest.StashKey[list[str]]()
+_FAILED = pytest.StashKey[bool]()
 
 
 @pytest.fixture(scope="package")
@@ -101,24 +111,71 @@ def browser_audio_server(audio_server: LiveServer) -> LiveServer:
 OpenPlayground = Callable[..., Playground]
 
 
+class SharedPage:
+    """One page in a browser context with no options, reused by the tests that need nothing
+    else: each opens the playground in it afresh (a new document and chat). A new context and
+    page cost about a second of CPU; navigating an open page, a quarter of that. After a test
+    that failed, the next one gets a new context."""
+
+    def __init__(self, browser: Browser) -> None:
+        self._browser = browser
+        self._context: BrowserContext | None = None
+        self._page: Page | None = None
+
+    def get(self) -> Page:
+        if self._page is None or self._page.is_closed():
+            self.discard()
+            self._context = self._browser.new_context()
+            self._context.set_default_timeout(TIMEOUT_MS)
+            self._page = self._context.new_page()
+        return self._page
+
+    def discard(self) -> None:
+        if self._context is not None:
+            self._context.close()
+        self._context = self._page = None
+
+
+@pytest.fixture(scope="package")
+def shared_page(browser: Browser) -> Iterator[SharedPage]:
+    shared = SharedPage(browser)
+    yield shared
+    shared.discard()
+
+
 @pytest.fixture
 def open_playground(
-    request: pytest.FixtureRequest, browser: Browser, text_server: LiveServer
+    request: pytest.FixtureRequest,
+    browser: Browser,
+    shared_page: SharedPage,
+    text_server: LiveServer,
 ) -> Iterator[OpenPlayground]:
-    """Opens the playground on a fresh chat in a new browser context (its own profile,
-    permissions and geolocation): `open_playground("live", base_url=..., **context_options)`."""
+    """Opens the playground on a fresh chat: `open_playground("live", base_url=...,
+    **context_options)`. With context options (permissions, geolocation) in a new browser
+    context of its own; without, in the shared page."""
     contexts = []
     pages = request.node.stash.setdefault(_PAGES, [])
     console = request.node.stash.setdefault(_CONSOLE, [])
+    listened: list[Page] = []
+
+    def on_console(message: ConsoleMessage) -> None:
+        console.append(f"[{message.type}] {message.text}")
+
+    def on_page_error(error: Error) -> None:
+        console.append(f"[pageerror] {error}")
 
     def open_(transport: str, base_url: str | None = None, **options: Any) -> Playground:
-        context = browser.new_context(**options)
-        contexts.append(context)
-        context.set_default_timeout(TIMEOUT_MS)
-        page = context.new_page()
+        if options or pages:
+            context = browser.new_context(**options)
+            contexts.append(context)
+            context.set_default_timeout(TIMEOUT_MS)
+            page = context.new_page()
+        else:
+            page = shared_page.get()
         pages.append(page)
-        page.on("console", lambda m: console.append(f"[{m.type}] {m.text}"))
-        page.on("pageerror", lambda e: console.append(f"[pageerror] {e}"))
+        page.on("console", on_console)
+        page.on("pageerror", on_page_error)
+        listened.append(page)
         query = "?transport=live" if transport == "live" else ""
         page.goto(f"{base_url or text_server.base_url}/{query}")
         playground = Playground(page, transport)
@@ -126,8 +183,13 @@ def open_playground(
         return playground
 
     yield open_
+    for page in listened:
+        page.remove_listener("console", on_console)
+        page.remove_listener("pageerror", on_page_error)
     for context in contexts:
         context.close()
+    if request.node.stash.get(_FAILED, False):
+        shared_page.discard()  # whatever state the failure left it in stays with it
     # The page's Content-Security-Policy (docs/adr/0019) must not block anything it does.
     blocked = [line for line in console if "Content Security Policy" in line]
     assert not blocked, "\n".join(blocked)
@@ -149,6 +211,8 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
+    if report.failed:
+        item.stash[_FAILED] = True
     if report.failed and report.when in ("setup", "call"):
         name = re.sub(r"[^A-Za-z0-9_.-]+", "_", item.nodeid.removeprefix("tests/browser/"))
         pages: list[Page] = item.stash.get(_PAGES, [])
