@@ -4,6 +4,8 @@
 //
 //   node chat-client.mjs < job.json > report.json      (logs go to stderr)
 //
+//   node chat-client.mjs --serve < jobs > reports      (one JSON per line, see serve())
+//
 // Set-up: `npm ci` here; for "ws" also `npm ci` in ../client first (its
 // `prepare` builds ../client/dist; run `npm run build` there after editing the
 // transport).
@@ -1196,11 +1198,15 @@ function writeAndExit(report, code) {
   process.stdout.write(`${JSON.stringify(report)}\n`, () => process.exit(code));
 }
 
-async function main() {
-  const job = JSON.parse(await readStdin());
+// Unhandled promise rejections while serving jobs (see serve()).
+const rejections = [];
+
+// One job, start to end: its report.
+async function runJob(job) {
   validateJob(job);
   const ctx = await createContext(job);
   const timeoutMs = job.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const rejectionsBefore = rejections.length;
 
   let timer;
   const timedOut = new Promise(resolve => {
@@ -1219,10 +1225,45 @@ async function main() {
   }
   // After a timeout the chat is reported as it is, so leave the socket alone.
   if (ctx.transportKind === 'ws' && !timeout) await closeWsTransport(ctx);
-  writeAndExit(await buildReport(ctx, { timeout }), 0);
+  const report = await buildReport(ctx, { timeout });
+  // A rejection nobody handled would end a single job's process (exit code 1); serving
+  // many, it is reported with every job that was running when it happened.
+  report.unhandledRejections = rejections.slice(rejectionsBefore);
+  return report;
 }
 
-main().catch(error => {
+async function main() {
+  const job = JSON.parse(await readStdin());
+  writeAndExit(await runJob(job), 0);
+}
+
+// `--serve`: one job per line on stdin ({"id", "job"}), run as they come, concurrently; one
+// line per finished job on stdout ({"id", "report"} or {"id", "error"}). Ends when stdin does
+// and every job has finished. Saves starting Node and importing `ai` for every job.
+async function serve() {
+  process.on('unhandledRejection', reason => {
+    const text = reason?.stack ?? String(reason);
+    log(`unhandled rejection: ${text}`);
+    rejections.push(text);
+  });
+  const { createInterface } = await import('node:readline');
+  const running = new Set();
+  const answer = line =>
+    new Promise(resolve => process.stdout.write(`${JSON.stringify(line)}\n`, resolve));
+  for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+    if (!line.trim()) continue;
+    const { id, job } = JSON.parse(line);
+    const task = runJob(job)
+      .then(report => answer({ id, report }))
+      .catch(error => answer({ id, error: error?.stack ?? String(error) }))
+      .finally(() => running.delete(task));
+    running.add(task);
+  }
+  await Promise.all(running);
+  process.exit(0);
+}
+
+(process.argv.includes('--serve') ? serve() : main()).catch(error => {
   log(error?.stack ?? String(error));
   process.exit(2);
 });

@@ -1,21 +1,110 @@
+"""Targets shared by the whole run (tests/support.py says what a target is).
+
+- ``app``: the app with the default settings, in this process (most endpoint tests);
+- ``server``: ``server:app`` under uvicorn in a subprocess, as deployed: the one server for
+  what crosses the wire with the default settings (the real AI SDK clients, the scenario
+  catalogue, the browser, raw sockets, smoke tests);
+- ``servers``: uvicorn servers with other settings (``servers.get(env)``), one per set of
+  settings, each served from a thread of this process and shared by every test that asks
+  for the same settings; ``audio_server`` is the one with spoken answers on /live.
+"""
+
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.support import LiveServer, run_server
+# Imported where used: under pytest-xdist the controller loads this file too, and runs no test.
+if TYPE_CHECKING:
+    from tests.support import InProcessApp, LiveServer, ServerPool, Target
+
+AUDIO = {"ADK_STREAM_LIVE_MODALITY": "AUDIO"}
+
+# Under pytest-xdist (`scripts/test` runs two workers, `--dist loadgroup`): tests that must share
+# one worker, by node id prefix. The browser tests share one Chromium; the scenario catalogue
+# starts all its jobs when its first case runs. (xdist's own `xdist_group` marker does not work
+# on pytest 9: it renames items through an attribute pytest 9 no longer reads.)
+XDIST_GROUPS = {
+    "tests/browser/": "browser",
+    "tests/test_scenarios.py": "scenarios",
+}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling  # type: ignore[import-untyped]
+
+    class PrefixGroupScheduling(LoadGroupScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            for prefix, group in XDIST_GROUPS.items():
+                if nodeid.startswith(prefix):
+                    return group
+            scope: str = super()._split_scope(nodeid)
+            return scope
+
+    return PrefixGroupScheduling(config, log)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    _unique_node_ids(items)
+
+
+def _unique_node_ids(items: list[pytest.Item]) -> None:
+    """Give schemathesis' items their operation in their node id. On pytest 9 the items it
+    makes, one per API operation (`test_no_operation_answers_5xx[POST /stream]`), all have the
+    test's own id, and pytest-xdist, which schedules by id, would run only the first."""
+    counts = Counter(item.nodeid for item in items)
+    for item in items:
+        if counts[item.nodeid] > 1 and item.name.endswith("]") and "[" in item.name:
+            operation = item.name[item.name.index("[") + 1 : -1]
+            item._id = item._id.with_params(operation)
+    duplicates = [node_id for node_id, n in Counter(i.nodeid for i in items).items() if n > 1]
+    assert not duplicates, f"tests with the same node id: {duplicates}"
+
+
+@pytest.fixture(scope="session")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessApp]:
+    """The app with the default settings in this process: real ADK runner, offline demo
+    model, SQLite store."""
+    from tests.support import in_process_app
+
+    with in_process_app(tmp_path_factory.mktemp("app")) as target:
+        yield target
 
 
 @pytest.fixture(scope="session")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """The real app under uvicorn: real ADK runner, offline demo model, SQLite store."""
+    from tests.support import run_server
+
     with run_server(tmp_path_factory.mktemp("server")) as live:
         yield live
 
 
 @pytest.fixture(scope="session")
-def debug_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    """The same app with error details shown to the client (ADK_STREAM_ERROR_DETAIL)."""
-    with run_server(tmp_path_factory.mktemp("debug"), {"ADK_STREAM_ERROR_DETAIL": "true"}) as live:
-        yield live
+def servers(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[ServerPool]:
+    from tests.support import ServerPool
+
+    pool = ServerPool(tmp_path_factory, request)
+    yield pool
+    pool.close()
+
+
+@pytest.fixture(scope="session")
+def audio_server(servers: ServerPool) -> LiveServer:
+    """Spoken answers on /live (transcript text plus PCM audio)."""
+    return servers.get(AUDIO)
+
+
+@pytest.fixture
+def target(request: pytest.FixtureRequest) -> Target:
+    """``app`` or ``server``, named by an indirect parameter: a test that runs on both."""
+    chosen: Target = request.getfixturevalue(request.param)
+    return chosen

@@ -4,16 +4,25 @@ The Node script drives `AbstractChat` + `DefaultChatTransport` from the real `ai
 package against a running server and reports the wire traffic and the final
 chat state. The packages are installed by the test command (`npm ci` in
 scenarios/); a missing install is an error, not a skip.
+
+One Node process (`chat-client.mjs --serve`) runs every job of the test run, each
+as it is submitted, several at once when they are submitted together: starting
+Node and importing `ai` costs more CPU than a whole chat does.
 """
 
 from __future__ import annotations
 
+import atexit
+import itertools
 import json
 import shutil
 import subprocess
+import threading
 import uuid
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from tests.support import LiveServer
 
@@ -41,38 +50,108 @@ def _check_installed() -> str:
     return node
 
 
-def run_real_client(job: dict[str, Any], *, timeout: float = 90.0) -> dict[str, Any]:
-    """Run scenarios/chat-client.mjs with `job` on stdin and return its report."""
-    node = _check_installed()
-    try:
-        completed = subprocess.run(
-            [node, str(CHAT_CLIENT)],
-            input=json.dumps(job),
-            capture_output=True,
+class ChatClientWorker:
+    """``node chat-client.mjs --serve``: jobs in on stdin, reports out on stdout, by id."""
+
+    def __init__(self) -> None:
+        self._process = subprocess.Popen(
+            [_check_installed(), str(CHAT_CLIENT), "--serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
             cwd=SCENARIOS_DIR,
-            timeout=timeout,
-            check=False,
         )
-    except subprocess.TimeoutExpired as exc:
-        # The partial output of a timed-out run may be bytes even with text=True.
-        stderr = (
-            exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else exc.stderr
-        )
-        raise RuntimeError(
-            f"chat-client.mjs did not finish within {timeout} s\nstderr:\n{stderr or ''}"
-        ) from exc
-    if completed.returncode != 0:
-        raise RuntimeError(
-            f"chat-client.mjs exited with {completed.returncode}\nstderr:\n{completed.stderr}"
-        )
+        self._ids = itertools.count()
+        self._pending: dict[int, Future[dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+        self._stderr: list[str] = []
+        assert self._process.stdout is not None and self._process.stderr is not None
+        threading.Thread(target=self._read, args=(self._process.stdout,), daemon=True).start()
+        threading.Thread(
+            target=self._stderr.extend, args=(self._process.stderr,), daemon=True
+        ).start()
+
+    def alive(self) -> bool:
+        return self._process.poll() is None
+
+    def submit(self, job: dict[str, Any]) -> Future[dict[str, Any]]:
+        future: Future[dict[str, Any]] = Future()
+        with self._lock:
+            job_id = next(self._ids)
+            self._pending[job_id] = future
+            assert self._process.stdin is not None
+            self._process.stdin.write(json.dumps({"id": job_id, "job": job}) + "\n")
+            self._process.stdin.flush()
+        return future
+
+    def stderr(self) -> str:
+        return "".join(self._stderr[-200:])
+
+    def close(self) -> None:
+        if self._process.stdin is not None and not self._process.stdin.closed:
+            self._process.stdin.close()
+        try:
+            self._process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+
+    def _read(self, stdout: IO[str]) -> None:
+        for line in stdout:
+            answer = json.loads(line)
+            with self._lock:
+                future = self._pending.pop(answer["id"])
+            if "error" in answer:
+                future.set_exception(RuntimeError(f"chat-client.mjs failed:\n{answer['error']}"))
+            else:
+                future.set_result(answer["report"])
+        # The process has ended: nothing more will answer.
+        with self._lock:
+            pending, self._pending = list(self._pending.values()), {}
+        for future in pending:
+            future.set_exception(
+                RuntimeError(f"chat-client.mjs --serve exited\nstderr:\n{self.stderr()}")
+            )
+
+
+_worker: ChatClientWorker | None = None
+_worker_lock = threading.Lock()
+
+
+def worker() -> ChatClientWorker:
+    """The run's Node process, started on first use (and again if it has died)."""
+    global _worker
+    with _worker_lock:
+        if _worker is None or not _worker.alive():
+            _worker = ChatClientWorker()
+            atexit.register(_worker.close)
+        return _worker
+
+
+def run_real_client(job: dict[str, Any], *, timeout: float = 90.0) -> dict[str, Any]:
+    """Run one job through scenarios/chat-client.mjs and return its report."""
+    return run_real_clients([job], timeout=timeout)[0]
+
+
+def run_real_clients(
+    jobs: Sequence[dict[str, Any]], *, timeout: float = 90.0
+) -> list[dict[str, Any]]:
+    """Run jobs concurrently through scenarios/chat-client.mjs; their reports, in order."""
+    node = worker()
+    futures = [node.submit(job) for job in jobs]
+    return [_report(node, future, timeout) for future in futures]
+
+
+def _report(node: ChatClientWorker, future: Future[dict[str, Any]], timeout: float) -> Any:
     try:
-        report: dict[str, Any] = json.loads(completed.stdout)
-    except json.JSONDecodeError as exc:
+        report = future.result(timeout)
+    except TimeoutError:
         raise RuntimeError(
-            f"chat-client.mjs printed no JSON report: {exc}\n"
-            f"stdout:\n{completed.stdout}\nstderr:\n{completed.stderr}"
-        ) from exc
+            f"chat-client.mjs did not finish within {timeout} s\nstderr:\n{node.stderr()}"
+        ) from None
+    # A rejection nobody handled would have ended a process of its own with an error.
+    assert report["unhandledRejections"] == [], report["unhandledRejections"]
     return report
 
 
@@ -97,12 +176,25 @@ def drive(
 ) -> dict[str, Any]:
     """Run one job through the real client: over POST /stream, or with ``live`` over WS /live
     through the shipped WebSocket transport. Every response must be well formed."""
+    job = client_job(server, client, steps, live=live, **options)
+    return checked(job, run_real_client(job))
+
+
+def client_job(
+    server: LiveServer,
+    client: str,
+    steps: list[dict[str, Any]],
+    *,
+    live: bool = False,
+    **options: Any,
+) -> dict[str, Any]:
+    """The chat-client.mjs job ``drive`` runs."""
     api = (
         server.base_url.replace("http://", "ws://") + "/live"
         if live
         else f"{server.base_url}/stream"
     )
-    job = {
+    return {
         "api": api,
         "transport": "ws" if live else "http",
         "client": client,
@@ -110,7 +202,11 @@ def drive(
         "steps": steps,
         **options,
     }
-    report = run_real_client(job)
+
+
+def checked(job: dict[str, Any], report: dict[str, Any]) -> dict[str, Any]:
+    """The report of ``job``, once every response in it is found well formed."""
+    live = job["transport"] == "ws"
     assert not report["timeout"], report
     assert not report["loop"], "the client kept resubmitting"
     for request in report["requests"]:
@@ -120,10 +216,55 @@ def drive(
             assert request["endsWithDone"] or request["stopped"], request
         else:
             assert request["status"] == 200, request
-            assert request["endsWithDone"] and request["endsWithBlankLine"]
+            # A response the client stopped ends where the client cut the connection; one it
+            # stopped too late to cut (all of it had arrived) still ends with [DONE].
+            cut = request["stopped"] and request["bodyError"] is not None
+            assert cut or (request["endsWithDone"] and request["endsWithBlankLine"]), request
         assert request["strictViolations"] == [], request["strictViolations"]
         assert request["latestViolations"] == [], request["latestViolations"]
     return report
+
+
+class RunningJob:
+    """A job started by ``start_jobs``."""
+
+    def __init__(self, job: dict[str, Any], future: Future[dict[str, Any]], bound: float) -> None:
+        self.job = job
+        self._future = future
+        self._bound = bound
+
+    def report(self) -> dict[str, Any]:
+        """Its report once it has ended, checked as ``drive`` checks it."""
+        return checked(self.job, _report(worker(), self._future, self._bound))
+
+
+def start_jobs(jobs: Sequence[dict[str, Any]], at_once: int) -> list[RunningJob]:
+    """Start running jobs, ``at_once`` at a time, in the order given (a chat spends most of
+    its time waiting for its next step, so several share the CPU well)."""
+    node = worker()
+    slots = threading.Semaphore(at_once)
+    futures: list[Future[dict[str, Any]]] = [Future() for _ in jobs]
+
+    def forward(outer: Future[dict[str, Any]]) -> Callable[[Future[dict[str, Any]]], None]:
+        def done(inner: Future[dict[str, Any]]) -> None:
+            slots.release()
+            error = inner.exception()
+            if error is not None:
+                outer.set_exception(error)
+            else:
+                outer.set_result(inner.result())
+
+        return done
+
+    def feed() -> None:
+        for job, outer in zip(jobs, futures, strict=True):
+            slots.acquire()
+            node.submit(job).add_done_callback(forward(outer))
+
+    threading.Thread(target=feed, name="chat-client-feed", daemon=True).start()
+    # Each job's own timeout (60 s) ends it; this bound covers the jobs queued before it.
+    bound = 90.0 + 60.0 * len(jobs) / at_once
+    return [RunningJob(job, future, bound) for job, future in zip(jobs, futures, strict=True)]
 
 
 def assistant_messages(report: dict[str, Any]) -> list[dict[str, Any]]:

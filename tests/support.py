@@ -1,39 +1,278 @@
-"""Test rig: the real server under uvicorn, SSE parsing, and protocol invariants."""
+"""Test rig: the app in this process or the real server under uvicorn, SSE parsing, and
+protocol invariants.
+
+A test talks to a *target*, one of:
+
+- ``InProcessApp``: the app (``create_app``: real ADK Runner, offline demo model, SQLite
+  store) in this process, through Starlette's ``TestClient`` with its lifespan entered. No
+  server to start: most endpoint behaviour is tested this way, with whatever ``Settings`` a
+  test needs.
+- ``LiveServer``: the app under real uvicorn on a loopback port, for what crosses the wire
+  (the real AI SDK clients, the browser, raw sockets): ``run_server`` starts ``server:app`` in
+  a subprocess, as deployed; ``serve_in_thread`` serves an app built with other settings from
+  a thread of this process.
+
+Both have ``http`` (an httpx client whose base URL is the target), ``db_path`` (the SQLite file
+of the session store, read by ``stored_events``) and ``connect`` (a WebSocket, see
+``LiveSocket``), so the helpers below take either.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
+import pytest
+import uvicorn
+from fastapi import FastAPI
 from google.adk.events import Event
+from starlette.testclient import TestClient, WebSocketDenialResponse
+from starlette.websockets import WebSocketDisconnect
 
+from adk_stream_protocol import Settings, create_app
 from adk_stream_protocol.chunks import UI_MESSAGE_CHUNK
 from adk_stream_protocol.history import is_user_turn, live_events
 
 ROOT = Path(__file__).resolve().parent.parent
+# The built playground, which every test app serves at `/` (the default, whatever the
+# environment says).
+PLAYGROUND_DIST = ROOT / "playground" / "dist"
 
 # Variables that would switch the demo agent to Gemini: the tests always use the offline model.
 _GOOGLE_VARIABLES = ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI")
+# Seconds: the longest any test waits for an HTTP answer or a socket to open.
+HTTP_TIMEOUT = 60.0
+OPEN_TIMEOUT = 10.0
+
+
+class Response(Protocol):
+    """An HTTP response: httpx's from a ``LiveServer``, or the TestClient's (``httpx2``'s where
+    that is installed) from an ``InProcessApp``."""
+
+    @property
+    def status_code(self) -> int: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    @property
+    def text(self) -> str: ...
+
+    def json(self, **kwargs: Any) -> Any: ...
+
+
+# -- WebSockets, on the wire or in-process -----------------------------------------------------
+
+
+class SocketClosed(Exception):
+    """The server closed the socket (``code`` is the close code it sent)."""
+
+    def __init__(self, code: int, reason: str = "") -> None:
+        super().__init__(f"socket closed with {code}: {reason}")
+        self.code = code
+        self.reason = reason
+
+
+class HandshakeRefused(Exception):
+    """The server answered the WebSocket handshake with an HTTP status instead of a socket."""
+
+    def __init__(self, status: int, body: bytes = b"") -> None:
+        super().__init__(f"handshake refused with {status}: {body!r}")
+        self.status = status
+        self.body = body
+
+
+class WebSocketLike(Protocol):
+    def send(self, text: str) -> None: ...
+
+    def recv(self, timeout: float) -> str:
+        """The next text frame; ``TimeoutError`` if none comes in time, ``SocketClosed``
+        once the server has closed the socket."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class WireSocket:
+    """A real WebSocket (the ``websockets`` client) to a ``LiveServer``."""
+
+    def __init__(self, url: str, headers: Mapping[str, str], **options: Any) -> None:
+        from websockets.exceptions import InvalidStatus
+        from websockets.sync.client import connect
+
+        headers = dict(headers)
+        origin = headers.pop("origin", None)
+        try:
+            self._ws = connect(
+                url,
+                origin=origin,  # type: ignore[arg-type]
+                additional_headers=headers or None,
+                open_timeout=OPEN_TIMEOUT,
+                **options,
+            )
+        except InvalidStatus as refused:
+            response = refused.response
+            raise HandshakeRefused(response.status_code, response.body or b"") from None
+
+    def send(self, text: str) -> None:
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            self._ws.send(text)
+        except ConnectionClosed as closed:
+            raise _socket_closed(closed) from None
+
+    def recv(self, timeout: float) -> str:
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            frame = self._ws.recv(timeout=timeout)
+        except ConnectionClosed as closed:
+            raise _socket_closed(closed) from None
+        assert isinstance(frame, str), "the server sends text frames"
+        return frame
+
+    def close(self) -> None:
+        self._ws.close()
+
+
+def _socket_closed(closed: Any) -> SocketClosed:
+    """``SocketClosed`` for a ``websockets`` ``ConnectionClosed``."""
+    if closed.rcvd is None:
+        return SocketClosed(1006, "closed without a close frame")
+    return SocketClosed(closed.rcvd.code, closed.rcvd.reason)
+
+
+class InProcessSocket:
+    """A WebSocket to an ``InProcessApp`` (``TestClient.websocket_connect``), with a deadline
+    on every read: a server that never answers fails the test instead of hanging it."""
+
+    def __init__(self, client: TestClient, url: str, headers: Mapping[str, str]) -> None:
+        try:
+            self._session = client.websocket_connect(url, headers=dict(headers)).__enter__()
+        except WebSocketDenialResponse as refused:
+            raise HandshakeRefused(refused.status_code, refused.content) from None
+        except WebSocketDisconnect:
+            # Closed before it was accepted: a server answers that handshake with 403.
+            raise HandshakeRefused(403) from None
+        # Reads wait in a thread of their own, so that they can be given up.
+        self._reader = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="ws-read")
+        self._closed: SocketClosed | None = None
+        self._finished = False
+
+    def send(self, text: str) -> None:
+        self._session.send_text(text)
+
+    def recv(self, timeout: float) -> str:
+        if self._closed is not None:
+            raise self._closed
+        pending = self._reader.submit(self._session.receive)
+        try:
+            message = pending.result(timeout)
+        except concurrent.futures.TimeoutError:
+            raise TimeoutError(f"no frame within {timeout} s") from None
+        if message["type"] == "websocket.close":
+            self._closed = SocketClosed(message.get("code", 1000), message.get("reason") or "")
+            raise self._closed
+        text = message.get("text")
+        assert isinstance(text, str), "the server sends text frames"
+        return text
+
+    def close(self) -> None:
+        if self._finished:
+            return
+        self._finished = True
+        try:
+            self._session.__exit__(None, None, None)
+        finally:
+            self._reader.shutdown(wait=False, cancel_futures=True)
+
+
+# -- targets ---------------------------------------------------------------------------------------
 
 
 @dataclass
 class LiveServer:
+    """The app under real uvicorn on a loopback port."""
+
     base_url: str
-    log_path: Path
+    db_path: Path
+    http: httpx.Client
+    log_path: Path | None = None  # a subprocess's output; None for a server in a thread
 
     def log(self) -> str:
+        """What the server process wrote (``run_server`` only; in-process, use ``caplog``)."""
+        assert self.log_path is not None, "a server in a thread has no log of its own: caplog"
         return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def connect(
+        self, path: str, headers: Mapping[str, str] | None = None, **options: Any
+    ) -> WireSocket:
+        url = self.base_url.replace("http://", "ws://") + path
+        return WireSocket(url, headers or {}, **options)
+
+
+@dataclass
+class InProcessApp:
+    """The app in this process, through Starlette's TestClient with the lifespan entered."""
+
+    app: FastAPI
+    db_path: Path
+    http: TestClient
+    # The host the default trusted hosts accept; TestClient's own `testserver` is refused.
+    base_url: str = "http://localhost"
+
+    def connect(
+        self, path: str, headers: Mapping[str, str] | None = None, **options: Any
+    ) -> InProcessSocket:
+        assert not options, f"in-process sockets take no options: {options}"
+        return InProcessSocket(
+            self.http, self.base_url.replace("http://", "ws://") + path, headers or {}
+        )
+
+
+Target = LiveServer | InProcessApp
+
+
+def app_settings(workdir: Path, **fields: Any) -> Settings:
+    """The settings every test app starts from: the offline model, a SQLite store in
+    ``workdir``; ``fields`` override them (as keyword arguments or ``ADK_STREAM_*`` strings)."""
+    values: dict[str, Any] = {
+        "model": "offline-demo",
+        "session_store": f"sqlite:///{workdir / 'sessions.db'}",
+        "playground_dir": PLAYGROUND_DIST,
+    }
+    values.update(fields)
+    return Settings(**values)
+
+
+@contextmanager
+def in_process_app(
+    workdir: Path, *, identity: Callable[..., Any] | None = None, **settings: Any
+) -> Iterator[InProcessApp]:
+    """``create_app(identity=identity, settings=app_settings(workdir, **settings))``, started,
+    for requests in this process."""
+    app = create_app(identity=identity, settings=app_settings(workdir, **settings))
+    with TestClient(app, base_url="http://localhost") as client:
+        yield InProcessApp(app, workdir / "sessions.db", client)
+
+
+def env_settings(env: Mapping[str, str]) -> dict[str, Any]:
+    """``ADK_STREAM_*`` variables as ``Settings`` fields (strings, read as the environment is)."""
+    return {name.removeprefix("ADK_STREAM_").lower(): value for name, value in env.items()}
 
 
 @contextmanager
@@ -45,16 +284,14 @@ def run_server(
     The listening socket is made here and handed to uvicorn (``--fd``), so no other process
     can take the port between choosing and binding it.
     """
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
+    sock = _listening_socket()
     port = sock.getsockname()[1]
     full_env = {k: v for k, v in os.environ.items() if k not in _GOOGLE_VARIABLES}
     full_env.update(
         {
             "ADK_STREAM_MODEL": "offline-demo",
             "ADK_STREAM_SESSION_STORE": f"sqlite:///{workdir / 'sessions.db'}",
+            "ADK_STREAM_PLAYGROUND_DIR": str(PLAYGROUND_DIST),
             "PYTHONPATH": str(ROOT),
         }
     )
@@ -79,12 +316,79 @@ def run_server(
             pass_fds=(sock.fileno(),),
         )
     sock.close()
-    server = LiveServer(f"http://127.0.0.1:{port}", log_path)
-    try:
-        _wait_until_healthy(server, process)
-        yield server
-    finally:
-        stop_process(process)
+    base_url = f"http://127.0.0.1:{port}"
+    with httpx.Client(base_url=base_url, timeout=HTTP_TIMEOUT) as http:
+        server = LiveServer(base_url, workdir / "sessions.db", http, log_path)
+        try:
+            _wait_until_healthy(server, lambda: process.poll() is not None)
+            yield server
+        finally:
+            stop_process(process)
+
+
+@contextmanager
+def serve_in_thread(
+    workdir: Path, *, identity: Callable[..., Any] | None = None, **settings: Any
+) -> Iterator[LiveServer]:
+    """Serve ``create_app(identity=identity, settings=app_settings(workdir, **settings))`` with
+    real uvicorn from a thread of this process: the wire, without the seconds a new process
+    takes to import ADK. Its logs go through this process's logging (``caplog``)."""
+    app = create_app(identity=identity, settings=app_settings(workdir, **settings))
+    sock = _listening_socket()
+    port = sock.getsockname()[1]
+    # log_config=None: uvicorn leaves this process's logging as it is.
+    config = uvicorn.Config(app, log_config=None, log_level="warning", lifespan="on")
+    uvicorn_server = uvicorn.Server(config)
+    thread = threading.Thread(
+        target=uvicorn_server.run, kwargs={"sockets": [sock]}, name=f"uvicorn-{port}", daemon=True
+    )
+    thread.start()
+    base_url = f"http://127.0.0.1:{port}"
+    with ExitStack() as stack:
+        stack.callback(sock.close)
+        http = stack.enter_context(httpx.Client(base_url=base_url, timeout=HTTP_TIMEOUT))
+        server = LiveServer(base_url, workdir / "sessions.db", http)
+        try:
+            _wait_until_healthy(server, lambda: not thread.is_alive())
+            yield server
+        finally:
+            uvicorn_server.should_exit = True
+            thread.join(30)
+            assert not thread.is_alive(), "the server thread did not stop"
+
+
+class ServerPool:
+    """Servers on the wire started on demand, one per set of settings (``ADK_STREAM_*``
+    variables), shared by the whole run. The default settings are ``server``."""
+
+    def __init__(self, tmp: pytest.TempPathFactory, request: pytest.FixtureRequest) -> None:
+        self._tmp = tmp
+        self._request = request
+        self._servers: dict[str, LiveServer] = {}
+        self._stack = ExitStack()
+
+    def get(self, env: Mapping[str, str]) -> LiveServer:
+        if not env:
+            server: LiveServer = self._request.getfixturevalue("server")
+            return server
+        key = json.dumps(dict(env), sort_keys=True)
+        if key not in self._servers:
+            workdir = self._tmp.mktemp("wire-server")
+            self._servers[key] = self._stack.enter_context(
+                serve_in_thread(workdir, **env_settings(env))
+            )
+        return self._servers[key]
+
+    def close(self) -> None:
+        self._stack.close()
+
+
+def _listening_socket() -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    return sock
 
 
 def stop_process(process: subprocess.Popen[bytes]) -> None:
@@ -97,18 +401,20 @@ def stop_process(process: subprocess.Popen[bytes]) -> None:
         process.wait()
 
 
-def _wait_until_healthy(server: LiveServer, process: subprocess.Popen[bytes]) -> None:
+def _wait_until_healthy(server: LiveServer, exited: Any) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited with {process.returncode}:\n{server.log()}")
+        if exited():
+            log = server.log() if server.log_path else ""
+            raise RuntimeError(f"server exited:\n{log}")
         try:
             if httpx.get(f"{server.base_url}/health", timeout=1).status_code == 200:
                 return
         except httpx.TransportError:
             pass
-        time.sleep(0.1)
-    raise RuntimeError(f"server did not become healthy:\n{server.log()}")
+        time.sleep(0.05)
+    log = server.log() if server.log_path else ""
+    raise RuntimeError(f"server did not become healthy:\n{log}")
 
 
 # -- SSE ------------------------------------------------------------------------------------
@@ -132,7 +438,7 @@ def sse_payloads(body: str) -> list[str]:
 @dataclass
 class StreamResult:
     status: int
-    headers: httpx.Headers
+    headers: Mapping[str, str]
     body: str
     payloads: list[str]
     chunks: list[dict[str, Any]]
@@ -150,9 +456,13 @@ class StreamResult:
         return "".join(c["delta"] for c in self.chunks if c["type"] == "reasoning-delta")
 
 
-def post_stream(base_url: str, body: Any, **kwargs: Any) -> StreamResult:
+def post_stream(target: Target, body: Any, **kwargs: Any) -> StreamResult:
     """POST to /stream and read the whole response; every chunk is checked (see below)."""
-    response = httpx.post(f"{base_url}/stream", json=body, timeout=60, **kwargs)
+    return stream_result(target.http.post("/stream", json=body, **kwargs))
+
+
+def stream_result(response: Response) -> StreamResult:
+    """A /stream response, parsed; a 200 is checked against the protocol invariants."""
     payloads = sse_payloads(response.text) if response.status_code == 200 else []
     chunks = [json.loads(p) for p in payloads if p != "[DONE]"]
     result = StreamResult(response.status_code, response.headers, response.text, payloads, chunks)
@@ -216,18 +526,27 @@ def assert_valid_stream(result: StreamResult) -> None:
 # -- the session store, read directly -----------------------------------------------------------
 
 
-def stored_events(server: LiveServer, chat_id: str, user_id: str = "local-user") -> list[Event]:
-    """The ADK events the server stored for a chat, read from its SQLite file."""
+def stored_events(target: Target, chat_id: str, user_id: str = "local-user") -> list[Event]:
+    """The ADK events the app stored for a chat, read from its SQLite file."""
+    return list(_stored_session(target, chat_id, user_id).events)
+
+
+def stored_state(target: Target, chat_id: str, user_id: str = "local-user") -> dict[str, Any]:
+    """The session state the app stored for a chat."""
+    return dict(_stored_session(target, chat_id, user_id).state)
+
+
+def _stored_session(target: Target, chat_id: str, user_id: str) -> Any:
     from google.adk.sessions.sqlite_session_service import SqliteSessionService
 
-    service = SqliteSessionService(str(server.log_path.parent / "sessions.db"))
+    service = SqliteSessionService(str(target.db_path))
 
-    async def read() -> list[Event]:
+    async def read() -> Any:
         session = await service.get_session(
             app_name="adk_stream_protocol", user_id=user_id, session_id=chat_id
         )
         assert session is not None, f"no session for chat {chat_id}"
-        return list(session.events)
+        return session
 
     return asyncio.run(read())
 
@@ -251,22 +570,6 @@ def user_message(
 
 def chat_body(chat_id: str, *messages: dict[str, Any], **extra: Any) -> dict[str, Any]:
     return {"id": chat_id, "messages": list(messages), "trigger": "submit-message", **extra}
-
-
-def stored_state(server: LiveServer, chat_id: str, user_id: str = "local-user") -> dict[str, Any]:
-    """The session state the server stored for a chat."""
-    from google.adk.sessions.sqlite_session_service import SqliteSessionService
-
-    service = SqliteSessionService(str(server.log_path.parent / "sessions.db"))
-
-    async def read() -> dict[str, Any]:
-        session = await service.get_session(
-            app_name="adk_stream_protocol", user_id=user_id, session_id=chat_id
-        )
-        assert session is not None, f"no session for chat {chat_id}"
-        return dict(session.state)
-
-    return asyncio.run(read())
 
 
 # -- building the assistant message as the client would --------------------------------------
@@ -329,12 +632,11 @@ def tool_call_ids(message: dict[str, Any], tool_name: str) -> list[str]:
 class LiveSocket:
     """A plain WebSocket client for /live: send frames, read one response until [DONE]."""
 
-    def __init__(self, server: LiveServer, chat_id: str, **connect_options: Any) -> None:
-        from websockets.sync.client import connect
-
-        url = server.base_url.replace("http://", "ws://") + f"/live?chatId={chat_id}"
+    def __init__(
+        self, target: Target, chat_id: str, headers: Mapping[str, str] | None = None
+    ) -> None:
         self.chat_id = chat_id
-        self.ws = connect(url, open_timeout=10, **connect_options)
+        self.ws: WebSocketLike = target.connect(f"/live?chatId={chat_id}", headers)
         self.controls: list[dict[str, Any]] = []
 
     def send(self, frame: dict[str, Any]) -> None:
@@ -351,7 +653,6 @@ class LiveSocket:
         frames: list[str] = []
         while True:
             frame = self.ws.recv(timeout=timeout)
-            assert isinstance(frame, str), "the server sends text frames"
             if not frame.startswith("data: "):
                 self.controls.append(json.loads(frame))
                 continue
@@ -367,9 +668,15 @@ class LiveSocket:
     def control(self, timeout: float = 10) -> dict[str, Any]:
         while not self.controls:
             frame = self.ws.recv(timeout=timeout)
-            assert isinstance(frame, str) and not frame.startswith("data: "), frame
+            assert not frame.startswith("data: "), frame
             self.controls.append(json.loads(frame))
         return self.controls.pop(0)
 
     def close(self) -> None:
         self.ws.close()
+
+    def __enter__(self) -> LiveSocket:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,5 +1,6 @@
 """Human in the loop over POST /stream, at the HTTP level: approvals, browser tools, and every
-answer the server must refuse (the tool must not run: the demo wallet shows it)."""
+answer the server must refuse (the tool must not run: the demo wallet shows it). In-process;
+the stock clients with streamed intermediate results on the wire."""
 
 from __future__ import annotations
 
@@ -8,26 +9,30 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 
 from adk_stream_protocol.history import live_events
 from adk_stream_protocol.tool_calls import ABANDONED_RESULT as CANCELLED_RESULT
+from tests.apps import user_from_header
 from tests.real_client import CLIENTS, drive, ready, tool_parts
 from tests.support import (
-    LiveServer,
+    InProcessApp,
+    Response,
+    ServerPool,
     StreamResult,
+    Target,
     answer_approvals,
     assistant_message,
     chat_body,
+    in_process_app,
     post_stream,
-    run_server,
     stored_events,
     stored_state,
     user_message,
 )
 
 WALLET = "demo:wallet_balance"
+INTERMEDIATE_RESULTS = {"ADK_STREAM_STREAM_INTERMEDIATE_RESULTS": "true"}
 
 
 def new_chat() -> str:
@@ -37,8 +42,8 @@ def new_chat() -> str:
 class Conversation:
     """One chat driven the way DefaultChatTransport drives it: the whole history each time."""
 
-    def __init__(self, server: LiveServer, headers: dict[str, str] | None = None) -> None:
-        self.server = server
+    def __init__(self, target: Target, headers: dict[str, str] | None = None) -> None:
+        self.target = target
         self.chat_id = new_chat()
         self.messages: list[dict[str, Any]] = []
         self.responses: list[StreamResult] = []  # of the current assistant message
@@ -68,19 +73,17 @@ class Conversation:
                 self.decisions[part["toolCallId"]] = part["approval"]
         return self._post(chat_body(self.chat_id, *self.messages, messageId=message["id"]))
 
-    def refused(self, message: dict[str, Any]) -> httpx.Response:
+    def refused(self, message: dict[str, Any]) -> Response:
         body = chat_body(self.chat_id, *self.messages[:-1], message, messageId=message["id"])
         if self.messages[-1]["role"] == "user":
             body = chat_body(self.chat_id, *self.messages, message, messageId=message["id"])
-        return httpx.post(
-            f"{self.server.base_url}/stream", json=body, headers=self.headers, timeout=30
-        )
+        return self.target.http.post("/stream", json=body, headers=self.headers)
 
     def wallet(self) -> Any:
-        return stored_state(self.server, self.chat_id).get(WALLET, 1000)
+        return stored_state(self.target, self.chat_id).get(WALLET, 1000)
 
     def _post(self, body: dict[str, Any]) -> StreamResult:
-        result = post_stream(self.server.base_url, body, headers=self.headers)
+        result = post_stream(self.target, body, headers=self.headers)
         assert result.status == 200, result.body
         self.responses.append(result)
         if not self.messages or self.messages[-1]["role"] != "assistant":
@@ -90,11 +93,11 @@ class Conversation:
         return result
 
 
-def stored_results(server: LiveServer, chat_id: str, call_id: str) -> list[Any]:
+def stored_results(target: Target, chat_id: str, call_id: str) -> list[Any]:
     """The results stored for one call, in order."""
     return [
         p.function_response.response
-        for e in live_events(stored_events(server, chat_id))
+        for e in live_events(stored_events(target, chat_id))
         for p in (e.content.parts if e.content and e.content.parts else [])
         if p.function_response and p.function_response.id == call_id
     ]
@@ -111,8 +114,8 @@ def outcome(result: StreamResult) -> list[tuple[str, str]]:
 # -- one approval ------------------------------------------------------------------------------
 
 
-def test_approved_payment_runs_once_and_continues_the_message(server: LiveServer) -> None:
-    chat = Conversation(server)
+def test_approved_payment_runs_once_and_continues_the_message(app: InProcessApp) -> None:
+    chat = Conversation(app)
     first = chat.say("Send 50 dollars to Hanako")
     (request,) = first.of_type("tool-approval-request")
     second = chat.answer(answer_approvals(chat.assistant(), True))
@@ -124,8 +127,8 @@ def test_approved_payment_runs_once_and_continues_the_message(server: LiveServer
     assert chat.wallet() == 950
 
 
-def test_denied_payment_is_output_denied_and_never_runs(server: LiveServer) -> None:
-    chat = Conversation(server)
+def test_denied_payment_is_output_denied_and_never_runs(app: InProcessApp) -> None:
+    chat = Conversation(app)
     first = chat.say("Send 50 dollars to Hanako")
     (request,) = first.of_type("tool-approval-request")
     message = answer_approvals(chat.assistant(), False)
@@ -136,8 +139,8 @@ def test_denied_payment_is_output_denied_and_never_runs(server: LiveServer) -> N
     assert chat.wallet() == 1000
 
 
-def test_the_same_approval_twice_runs_the_tool_once(server: LiveServer) -> None:
-    chat = Conversation(server)
+def test_the_same_approval_twice_runs_the_tool_once(app: InProcessApp) -> None:
+    chat = Conversation(app)
     chat.say("Send 50 dollars to Hanako")
     approved = answer_approvals(chat.assistant(), True)
     chat.answer(copy.deepcopy(approved))
@@ -150,8 +153,8 @@ def test_the_same_approval_twice_runs_the_tool_once(server: LiveServer) -> None:
 # -- approvals the server refuses ----------------------------------------------------------
 
 
-def test_unknown_approval_id_is_refused(server: LiveServer) -> None:
-    chat = Conversation(server)
+def test_unknown_approval_id_is_refused(app: InProcessApp) -> None:
+    chat = Conversation(app)
     chat.say("Send 50 dollars to Hanako")
     message = answer_approvals(chat.assistant(), True)
     message["parts"][-1]["approval"]["id"] = "adk-made-up"
@@ -161,8 +164,8 @@ def test_unknown_approval_id_is_refused(server: LiveServer) -> None:
     assert chat.wallet() == 1000
 
 
-def test_approval_naming_another_call_is_refused(server: LiveServer) -> None:
-    chat = Conversation(server)
+def test_approval_naming_another_call_is_refused(app: InProcessApp) -> None:
+    chat = Conversation(app)
     chat.say("Send 50 dollars to Hanako")
     message = answer_approvals(chat.assistant(), True)
     message["parts"][-1]["toolCallId"] = "adk-someone-else"
@@ -170,21 +173,21 @@ def test_approval_naming_another_call_is_refused(server: LiveServer) -> None:
     assert chat.wallet() == 1000
 
 
-def test_stale_approval_after_a_new_message_is_refused(server: LiveServer) -> None:
-    chat = Conversation(server)
+def test_stale_approval_after_a_new_message_is_refused(app: InProcessApp) -> None:
+    chat = Conversation(app)
     first = chat.say("Send 50 dollars to Hanako")
     (call,) = first.of_type("tool-input-available")
     stale = answer_approvals(chat.assistant(), True)
     chat.say("Never mind, hello")
     # The abandoned call was given a clear result before the new message ran.
-    assert stored_results(server, chat.chat_id, call["toolCallId"])[-1] == CANCELLED_RESULT
+    assert stored_results(app, chat.chat_id, call["toolCallId"])[-1] == CANCELLED_RESULT
     response = chat.refused(stale)
     assert response.status_code == 409
     assert chat.wallet() == 1000
 
 
-def test_malformed_approval_is_refused(server: LiveServer) -> None:
-    chat = Conversation(server)
+def test_malformed_approval_is_refused(app: InProcessApp) -> None:
+    chat = Conversation(app)
     chat.say("Send 50 dollars to Hanako")
     message = answer_approvals(chat.assistant(), True)
     message["parts"][-1]["approval"]["approved"] = "yes please"
@@ -194,8 +197,8 @@ def test_malformed_approval_is_refused(server: LiveServer) -> None:
     assert chat.wallet() == 1000
 
 
-def test_tool_output_for_a_call_that_is_not_waiting_is_refused(server: LiveServer) -> None:
-    chat = Conversation(server)
+def test_tool_output_for_a_call_that_is_not_waiting_is_refused(app: InProcessApp) -> None:
+    chat = Conversation(app)
     chat.say("Send 50 dollars to Hanako")
     message = chat.assistant()
     part = message["parts"][-1]
@@ -208,21 +211,22 @@ def test_tool_output_for_a_call_that_is_not_waiting_is_refused(server: LiveServe
 
 
 @pytest.fixture(scope="module")
-def two_user_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    with run_server(tmp_path_factory.mktemp("users"), app="tests.apps:header_identity_app") as live:
-        yield live
+def two_user_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessApp]:
+    """Identity from the `x-test-user` header (tests/apps.py)."""
+    with in_process_app(tmp_path_factory.mktemp("users"), identity=user_from_header) as target:
+        yield target
 
 
-def test_another_users_approval_is_refused(two_user_server: LiveServer) -> None:
-    alice = Conversation(two_user_server, headers={"x-test-user": "alice"})
+def test_another_users_approval_is_refused(two_user_app: InProcessApp) -> None:
+    alice = Conversation(two_user_app, headers={"x-test-user": "alice"})
     alice.say("Send 50 dollars to Hanako")
     approved = answer_approvals(alice.assistant(), True)
-    mallory = Conversation(two_user_server, headers={"x-test-user": "mallory"})
+    mallory = Conversation(two_user_app, headers={"x-test-user": "mallory"})
     mallory.chat_id = alice.chat_id  # same chat id, other user: another chat
     mallory.messages = copy.deepcopy(alice.messages)
     response = mallory.refused(approved)
     assert response.status_code == 409
-    assert stored_state(two_user_server, alice.chat_id, user_id="alice").get(WALLET, 1000) == 1000
+    assert stored_state(two_user_app, alice.chat_id, user_id="alice").get(WALLET, 1000) == 1000
 
 
 # -- several approvals --------------------------------------------------------------------------
@@ -233,9 +237,9 @@ def test_another_users_approval_is_refused(two_user_server: LiveServer) -> None:
     [((True, True), 970), ((True, False), 990), ((False, True), 980), ((False, False), 1000)],
 )
 def test_parallel_approvals_are_answered_together(
-    server: LiveServer, decisions: tuple[bool, bool], wallet: int
+    app: InProcessApp, decisions: tuple[bool, bool], wallet: int
 ) -> None:
-    chat = Conversation(server)
+    chat = Conversation(app)
     first = chat.say("Pay Alice 10 and Bob 20")
     alice, bob = (c["toolCallId"] for c in first.of_type("tool-approval-request"))
     second = chat.answer(answer_approvals(chat.assistant(), *decisions))
@@ -245,8 +249,8 @@ def test_parallel_approvals_are_answered_together(
     assert second.of_type("finish")[0]["finishReason"] == "stop"
 
 
-def test_answering_one_of_two_parallel_approvals_is_refused(server: LiveServer) -> None:
-    chat = Conversation(server)
+def test_answering_one_of_two_parallel_approvals_is_refused(app: InProcessApp) -> None:
+    chat = Conversation(app)
     chat.say("Pay Alice 10 and Bob 20")
     message = chat.assistant()
     first_part = next(p for p in message["parts"] if p.get("state") == "approval-requested")
@@ -259,9 +263,9 @@ def test_answering_one_of_two_parallel_approvals_is_refused(server: LiveServer) 
 
 
 def test_sequential_approvals_defer_text_and_results_to_the_final_response(
-    server: LiveServer,
+    app: InProcessApp,
 ) -> None:
-    chat = Conversation(server)
+    chat = Conversation(app)
     first = chat.say("Pay Alice 10, then pay Bob 20")
     (alice,) = first.of_type("tool-approval-request")
     middle = chat.answer(answer_approvals(chat.assistant(), True))
@@ -296,8 +300,8 @@ def test_sequential_approvals_defer_text_and_results_to_the_final_response(
 # -- browser tools ---------------------------------------------------------------------------
 
 
-def test_location_approval_waits_for_the_browser_then_answers(server: LiveServer) -> None:
-    chat = Conversation(server)
+def test_location_approval_waits_for_the_browser_then_answers(app: InProcessApp) -> None:
+    chat = Conversation(app)
     first = chat.say("Where am I?")
     (call,) = first.of_type("tool-input-available")
     assert call["toolName"] == "get_location"
@@ -320,8 +324,8 @@ def test_location_approval_waits_for_the_browser_then_answers(server: LiveServer
     assert answer.of_type("finish")[0]["finishReason"] == "stop"
 
 
-def test_location_approval_and_output_in_one_request(server: LiveServer) -> None:
-    chat = Conversation(server)
+def test_location_approval_and_output_in_one_request(app: InProcessApp) -> None:
+    chat = Conversation(app)
     first = chat.say("Where am I?")
     message = answer_approvals(chat.assistant(), True)
     part = message["parts"][-1]
@@ -332,8 +336,8 @@ def test_location_approval_and_output_in_one_request(server: LiveServer) -> None
     assert not answer.of_type("tool-output-available"), "the browser's own output is not echoed"
 
 
-def test_location_denied(server: LiveServer) -> None:
-    chat = Conversation(server)
+def test_location_denied(app: InProcessApp) -> None:
+    chat = Conversation(app)
     first = chat.say("Where am I?")
     (call,) = first.of_type("tool-input-available")
     answer = chat.answer(answer_approvals(chat.assistant(), False))
@@ -341,17 +345,17 @@ def test_location_denied(server: LiveServer) -> None:
     assert "not done because you rejected it" in answer.text()
 
 
-def test_a_new_message_cancels_a_waiting_browser_call(server: LiveServer) -> None:
-    chat = Conversation(server)
+def test_a_new_message_cancels_a_waiting_browser_call(app: InProcessApp) -> None:
+    chat = Conversation(app)
     first = chat.say("Play music, track 2")
     (call,) = first.of_type("tool-input-available")
     after = chat.say("Actually, what's the weather in London?")
     assert "London" in after.text()
-    assert stored_results(server, chat.chat_id, call["toolCallId"]) == [CANCELLED_RESULT]
+    assert stored_results(app, chat.chat_id, call["toolCallId"]) == [CANCELLED_RESULT]
 
 
-def test_browser_tool_error_reaches_the_model(server: LiveServer) -> None:
-    chat = Conversation(server)
+def test_browser_tool_error_reaches_the_model(app: InProcessApp) -> None:
+    chat = Conversation(app)
     chat.say("Play music, track 2")
     message = chat.assistant()
     message["parts"][-1].update(state="output-error", errorText="autoplay blocked")
@@ -363,12 +367,13 @@ def test_browser_tool_error_reaches_the_model(server: LiveServer) -> None:
 
 
 def test_approval_after_a_server_restart(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The app is stopped (lifespan exited) and a new one started on the same store."""
     workdir = tmp_path_factory.mktemp("restart")
-    with run_server(workdir) as before:
+    with in_process_app(workdir) as before:
         chat = Conversation(before)
         chat.say("Send 50 dollars to Hanako")
-    with run_server(workdir) as after:
-        chat.server = after
+    with in_process_app(workdir) as after:
+        chat.target = after
         answer = chat.answer(answer_approvals(chat.assistant(), True))
         assert "Sent 50 USD to Hanako" in answer.text()
         assert chat.wallet() == 950
@@ -381,14 +386,15 @@ def test_approval_after_a_server_restart(tmp_path_factory: pytest.TempPathFactor
 
 
 @pytest.fixture(scope="module")
-def streaming_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    env = {"ADK_STREAM_STREAM_INTERMEDIATE_RESULTS": "true"}
-    with run_server(tmp_path_factory.mktemp("streaming"), env) as live:
-        yield live
+def streaming_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessApp]:
+    with in_process_app(
+        tmp_path_factory.mktemp("streaming"), stream_intermediate_results=True
+    ) as target:
+        yield target
 
 
-def test_streaming_intermediate_results_when_configured(streaming_server: LiveServer) -> None:
-    chat = Conversation(streaming_server)
+def test_streaming_intermediate_results_when_configured(streaming_app: InProcessApp) -> None:
+    chat = Conversation(streaming_app)
     first = chat.say("Pay Alice 10, then pay Bob 20")
     (alice,) = first.of_type("tool-approval-request")
     middle = chat.answer(answer_approvals(chat.assistant(), True))
@@ -401,11 +407,9 @@ def test_streaming_intermediate_results_when_configured(streaming_server: LiveSe
 
 
 @pytest.mark.parametrize("client", CLIENTS)
-def test_stock_client_with_streamed_intermediate_results(
-    streaming_server: LiveServer, client: str
-) -> None:
+def test_stock_client_with_streamed_intermediate_results(servers: ServerPool, client: str) -> None:
     report = drive(
-        streaming_server,
+        servers.get(INTERMEDIATE_RESULTS),
         client,
         [
             {"action": "send", "text": "Pay Alice 10, then pay Bob 20"},

@@ -4,10 +4,12 @@
    ``parse_frame`` return a checked request or raise ``RequestError`` with a 4xx status, nothing
    else. An accepted request holds exactly the JSON values sent (no ``"yes"`` taken as ``True``),
    within the limits, with no lone surrogate.
-2. hypothesis against the app: ``POST /stream`` in-process (ASGI, lifespan entered) never answers
-   5xx, and every 200 is a well-formed stream; ``WS /live`` on a real server answers every frame,
-   is never closed under the client, and leaves no response without its ``[DONE]``.
-3. schemathesis against the OpenAPI schema the server publishes: no operation answers 5xx.
+2. hypothesis against the app: ``POST /stream`` in-process (ASGI, lifespan entered) never
+   answers 5xx, and every 200 is a well-formed stream; ``WS /live`` on real uvicorn (served from
+   a thread of this process) answers every frame, is never closed under the client, and leaves
+   no response without its ``[DONE]``.
+3. schemathesis against the OpenAPI schema the app publishes (in-process): no operation answers
+   5xx.
 
 Each test has a fixed example budget so the file stays fast on two cores. Inputs that once
 broke something are pinned as explicit examples and run first. No example database is kept:
@@ -20,6 +22,7 @@ import asyncio
 import base64
 import copy
 import json
+import logging
 import math
 import threading
 import uuid
@@ -31,6 +34,8 @@ from typing import Any, TypeVar, get_args
 import httpx
 import pytest
 import schemathesis
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, Phase, event, example, given, note, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
@@ -39,8 +44,6 @@ from schemathesis.specs.openapi.checks import (
     positive_data_acceptance,
     response_schema_conformance,
 )
-from websockets.exceptions import ConnectionClosed
-from websockets.sync.client import connect
 
 from adk_stream_protocol.app import create_app
 from adk_stream_protocol.errors import RequestError
@@ -58,12 +61,14 @@ from adk_stream_protocol.ui_messages import (
 )
 from tests.support import (
     LiveServer,
+    SocketClosed,
     StreamResult,
+    app_settings,
     assert_strict_chunk,
     assert_valid_stream,
     assistant_message,
     chat_body,
-    run_server,
+    serve_in_thread,
     sse_payloads,
     user_message,
 )
@@ -1019,24 +1024,44 @@ def test_an_answer_to_a_real_approval_runs_the_payment_only_on_a_json_true(
         assert stream_app.state(chat_id).get(WALLET, 1000) == 1000, f"paid on {approved!r}"
 
 
-# -- 2b. WS /live, real server ------------------------------------------------------------------
+# -- 2b. WS /live, on the wire ----------------------------------------------------------------
+
+# The app's API docs on (schemathesis reads /openapi.json) and error details shown (an exception
+# inside a run is told apart from the demo model's deliberate failure). No playground: the API
+# alone, the same whether or not the playground is built.
+FUZZ_SETTINGS: dict[str, Any] = {"api_docs": True, "error_detail": True, "playground_dir": None}
+
+
+class LogTail(logging.Handler):
+    """What the app logged, kept to show a failing example's chat."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(f"{record.levelname} {record.name}: {record.getMessage()}")
 
 
 @pytest.fixture(scope="module")
 def fuzz_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    """The real server with its API docs on (schemathesis reads /openapi.json) and error details
-    shown (an exception inside a run is told apart from the demo model's deliberate failure).
-    No playground: the API alone, the same whether or not the playground is built."""
-    workdir = tmp_path_factory.mktemp("fuzz-server")
-    no_playground = workdir / "no-playground"
-    no_playground.mkdir()
-    env = {
-        "ADK_STREAM_API_DOCS": "true",
-        "ADK_STREAM_ERROR_DETAIL": "true",
-        "ADK_STREAM_PLAYGROUND_DIR": str(no_playground),
-    }
-    with run_server(workdir, env) as server:
+    """Real uvicorn, not Starlette's TestClient: the test client hands the app a frame the
+    moment it is sent, which turns a race in /live (a message that lands while an interrupted
+    turn is about to ask for an approval waits 10 s for that turn to end) from rare into
+    nearly every example that meets it, hiding what else the examples would find."""
+    with serve_in_thread(tmp_path_factory.mktemp("fuzz-live"), **FUZZ_SETTINGS) as server:
         yield server
+
+
+@pytest.fixture(scope="module")
+def log_tail() -> Iterator[LogTail]:
+    logger = logging.getLogger("adk_stream_protocol")
+    handler, level = LogTail(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    yield handler
+    logger.removeHandler(handler)
+    logger.setLevel(level)
 
 
 class LiveProbe:
@@ -1044,11 +1069,10 @@ class LiveProbe:
     checking every frame on the way: controls are pongs or errors (never the answer to an
     exception of ours), and each response is a whole, well-formed stream ending in [DONE]."""
 
-    def __init__(self, server: LiveServer) -> None:
-        self.server = server
+    def __init__(self, server: LiveServer, log: LogTail) -> None:
+        self.log = log
         self.chat_id = f"fuzz-live-{uuid.uuid4().hex[:12]}"
-        url = server.base_url.replace("http://", "ws://") + f"/live?chatId={self.chat_id}"
-        self.ws = connect(url, open_timeout=LIVE_TIMEOUT, max_size=None)
+        self.ws = server.connect(f"/live?chatId={self.chat_id}", max_size=None)
         self.open: list[str] | None = None  # frames of the response still streaming
         self.responses: list[StreamResult] = []
         self._checkpoints = 0
@@ -1115,16 +1139,15 @@ class LiveProbe:
             raise AssertionError(
                 f"no answer within {LIVE_TIMEOUT} s; open response: {self.open}\n{self._log_tail()}"
             ) from None
-        except ConnectionClosed as exc:
+        except SocketClosed as exc:
             raise AssertionError(
                 f"the server closed the socket: {exc}\n{self._log_tail()}"
             ) from None
-        assert isinstance(frame, str), "the server sends text frames"
         return frame
 
     def _log_tail(self) -> str:
-        lines = [line for line in self.server.log().splitlines() if self.chat_id in line]
-        return "server log of this chat:\n" + "\n".join(lines[-15:])
+        lines = [line for line in self.log.lines if self.chat_id in line]
+        return "app log of this chat:\n" + "\n".join(lines[-15:])
 
 
 VOICE_TURN = json.dumps(
@@ -1162,10 +1185,10 @@ VOICE_TURN = json.dumps(
 @example(frames=["[" * 10_000 + "]" * 10_000])
 @example(frames=[VOICE_TURN])
 def test_live_answers_every_frame_and_leaves_no_response_open(
-    fuzz_server: LiveServer, frames: list[str]
+    fuzz_server: LiveServer, log_tail: LogTail, frames: list[str]
 ) -> None:
     show(frames=frames)
-    probe = LiveProbe(fuzz_server)
+    probe = LiveProbe(fuzz_server, log_tail)
     try:
         for frame in frames:
             probe.send(frame)
@@ -1192,11 +1215,12 @@ def test_live_answers_every_frame_and_leaves_no_response_open(
 
 # -- 3. schemathesis against the published OpenAPI schema ----------------------------------------
 
-# The schema as the server publishes it: create_app builds the same document without starting
-# anything (the fixture checks that the running server serves exactly this). Loading it lazily
-# from the running server (schemathesis.pytest.from_fixture) fails on pytest 9, whose items
-# have no `_nodeid` attribute any more.
+# The schema as the app publishes it: create_app builds the same document without starting
+# anything (the fixture checks that the app serves exactly this). Loading it lazily from the
+# app (schemathesis.pytest.from_fixture) fails on pytest 9, whose items have no `_nodeid`
+# attribute any more.
 OPENAPI = create_app(settings=Settings(api_docs=True, playground_dir=None)).openapi()
+API_BASE_URL = "http://localhost"
 API = schemathesis.openapi.from_dict(
     OPENAPI,
     # Explicit, so that no schemathesis.toml found on the way up changes what runs.
@@ -1205,23 +1229,29 @@ API = schemathesis.openapi.from_dict(
 
 
 @pytest.fixture(scope="module")
-def api_base_url(fuzz_server: LiveServer) -> str:
-    assert httpx.get(f"{fuzz_server.base_url}/openapi.json").json() == OPENAPI
-    return fuzz_server.base_url
+def api_app(tmp_path_factory: pytest.TempPathFactory) -> FastAPI:
+    """The app schemathesis calls in-process. Schemathesis enters its lifespan itself (once,
+    until the end of the run), so this app is no other fixture's."""
+    app = create_app(settings=app_settings(tmp_path_factory.mktemp("fuzz-api"), **FUZZ_SETTINGS))
+    # Without the lifespan: the document needs nothing started.
+    served = TestClient(app, base_url=API_BASE_URL).get("/openapi.json")
+    assert served.json() == OPENAPI
+    return app
 
 
 # Besides these examples, schemathesis' coverage phase sends the cases the schema implies (each
 # field missing, of another type, at its bounds; undeclared methods): some 450 quick requests.
 @API.parametrize()
 @settings(max_examples=15, deadline=None, database=None)
-def test_no_operation_answers_5xx(case: schemathesis.Case[Any], api_base_url: str) -> None:
+def test_no_operation_answers_5xx(case: schemathesis.Case[Any], api_app: FastAPI) -> None:
     # Every default check runs, not_a_server_error first among them, except two that judge the
     # schema rather than the server: response_schema_conformance validates each SSE event of a
     # 200 as an object against the declared `string` body, and positive_data_acceptance expects
     # 2xx for any body the JSON schema allows, which cannot say "a user message needs text" or
     # "an approval must answer a pending one" (those are 409 and 422 by design).
     case.call_and_validate(
-        base_url=api_base_url,
+        app=api_app,
+        base_url=API_BASE_URL,  # a host the app trusts (schemathesis' own is `testserver`)
         excluded_checks=[response_schema_conformance, positive_data_acceptance],
         timeout=REQUEST_TIMEOUT,
     )

@@ -1,4 +1,5 @@
-"""WS /live under careless and hostile input, against the real server (docs/adr/0019).
+"""WS /live under careless and hostile input (docs/adr/0019): in-process, with the handshake's
+origin check also on the wire (the real server).
 
 Every malformed or out-of-place frame gets an answer and leaves the socket usable; no response
 is left without its [DONE]; a page of another site cannot open a socket; a token read by the
@@ -12,16 +13,17 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from websockets.exceptions import InvalidStatus
-from websockets.sync.client import connect
 
+from tests.apps import user_from_token
 from tests.support import (
-    LiveServer,
+    HandshakeRefused,
+    InProcessApp,
     LiveSocket,
+    Target,
     answer_approvals,
     assistant_message,
     chat_body,
-    run_server,
+    in_process_app,
     stored_state,
     user_message,
 )
@@ -34,8 +36,8 @@ def new_chat() -> str:
 
 
 @pytest.fixture
-def socket(server: LiveServer) -> Iterator[LiveSocket]:
-    live = LiveSocket(server, new_chat())
+def socket(app: InProcessApp) -> Iterator[LiveSocket]:
+    live = LiveSocket(app, new_chat())
     yield live
     live.close()
 
@@ -54,7 +56,7 @@ def assert_usable(live: LiveSocket) -> None:
 
 @pytest.mark.parametrize("coerced", ["yes", "true", 1])
 def test_an_approval_that_is_not_a_boolean_is_refused_and_runs_nothing(
-    server: LiveServer, socket: LiveSocket, coerced: object
+    app: InProcessApp, socket: LiveSocket, coerced: object
 ) -> None:
     ask = user_message("Send 50 dollars to Hanako", "u-1")
     first = socket.message(ask)
@@ -64,12 +66,12 @@ def test_an_approval_that_is_not_a_boolean_is_refused_and_runs_nothing(
     refused = socket.message(ask, message, messageId=message["id"])
     (error,) = refused.of_type("error")
     assert "approval.approved" in error["errorText"]
-    assert stored_state(server, socket.chat_id).get(WALLET, 1000) == 1000
+    assert stored_state(app, socket.chat_id).get(WALLET, 1000) == 1000
     # The pending approval is untouched: a real decision still runs the payment.
     message["parts"][-1]["approval"]["approved"] = True
     answered = socket.message(ask, message, messageId=message["id"])
     assert "Sent 50 USD to Hanako" in answered.text()
-    assert stored_state(server, socket.chat_id)[WALLET] == 950
+    assert stored_state(app, socket.chat_id)[WALLET] == 950
 
 
 # -- 3, 4. malformed frames ---------------------------------------------------------------------
@@ -137,69 +139,83 @@ def test_a_message_whose_parts_are_not_a_list_gets_an_error_response(socket: Liv
 # -- 5. cross-site WebSocket hijacking -----------------------------------------------------------
 
 
-def live_url(server: LiveServer, query: str = "") -> str:
-    return server.base_url.replace("http://", "ws://") + f"/live?chatId={new_chat()}{query}"
+def live_path(query: str = "") -> str:
+    return f"/live?chatId={new_chat()}{query}"
 
 
-def test_a_handshake_from_another_site_is_refused_with_403(server: LiveServer) -> None:
-    with pytest.raises(InvalidStatus) as refused:
-        connect(live_url(server), origin="http://evil.example", open_timeout=10)  # type: ignore[arg-type]
-    assert refused.value.response.status_code == 403
-    assert b"origin" in refused.value.response.body
+def ping(target: Target, path: str, stamp: int, **headers: str) -> dict[str, object]:
+    """Open a socket, ping, and return the answer."""
+    ws = target.connect(path, headers)
+    try:
+        ws.send(json.dumps({"type": "ping", "timestamp": stamp}))
+        answer: dict[str, object] = json.loads(ws.recv(timeout=10))
+        return answer
+    finally:
+        ws.close()
 
 
-def test_the_servers_own_origin_and_clients_without_one_may_connect(server: LiveServer) -> None:
-    own = server.base_url  # the page the server itself serves
-    with connect(live_url(server), origin=own, open_timeout=10) as ws:  # type: ignore[arg-type]
-        ws.send(json.dumps({"type": "ping", "timestamp": 1}))
-        assert json.loads(ws.recv(timeout=10)) == {"type": "pong", "timestamp": 1}
-    with connect(live_url(server), open_timeout=10) as ws:  # no Origin: not a browser
-        ws.send(json.dumps({"type": "ping", "timestamp": 2}))
-        assert json.loads(ws.recv(timeout=10)) == {"type": "pong", "timestamp": 2}
+BOTH = pytest.mark.parametrize("target", ["app", "server"], indirect=True)
+
+
+@BOTH
+def test_a_handshake_from_another_site_is_refused_with_403(target: Target) -> None:
+    with pytest.raises(HandshakeRefused) as refused:
+        target.connect(live_path(), {"origin": "http://evil.example"})
+    assert refused.value.status == 403
+    assert b"origin" in refused.value.body
+
+
+@BOTH
+def test_the_servers_own_origin_and_clients_without_one_may_connect(target: Target) -> None:
+    own = target.base_url  # the page the server itself serves
+    assert ping(target, live_path(), 1, origin=own) == {"type": "pong", "timestamp": 1}
+    # No Origin: not a browser.
+    assert ping(target, live_path(), 2) == {"type": "pong", "timestamp": 2}
 
 
 @pytest.fixture(scope="module")
-def token_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+def token_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessApp]:
     """Token authentication (tests/apps.py) and one other origin allowed."""
-    env = {"ADK_STREAM_CORS_ORIGINS": "http://app.example"}
-    with run_server(
-        tmp_path_factory.mktemp("token"), env, app="tests.apps:token_identity_app"
-    ) as live:
-        yield live
+    with in_process_app(
+        tmp_path_factory.mktemp("token"),
+        identity=user_from_token,
+        cors_origins=["http://app.example"],
+    ) as target:
+        yield target
 
 
-def test_a_listed_origin_may_connect(token_server: LiveServer) -> None:
-    url = live_url(token_server, "&token=token-alice")
-    with connect(url, origin="http://app.example", open_timeout=10) as ws:  # type: ignore[arg-type]
-        ws.send(json.dumps({"type": "ping", "timestamp": 1}))
-        assert json.loads(ws.recv(timeout=10))["type"] == "pong"
-    with pytest.raises(InvalidStatus) as refused:
-        connect(url, origin="http://other.example", open_timeout=10)  # type: ignore[arg-type]
-    assert refused.value.response.status_code == 403
+def test_a_listed_origin_may_connect(token_app: InProcessApp) -> None:
+    path = live_path("&token=token-alice")
+    assert ping(token_app, path, 1, origin="http://app.example")["type"] == "pong"
+    with pytest.raises(HandshakeRefused) as refused:
+        token_app.connect(path, {"origin": "http://other.example"})
+    assert refused.value.status == 403
 
 
 # -- authentication on the socket -------------------------------------------------------------
 
 
-def test_a_socket_without_a_valid_token_is_refused_with_401(token_server: LiveServer) -> None:
+def test_a_socket_without_a_valid_token_is_refused_with_401(token_app: InProcessApp) -> None:
     for query in ("", "&token=forged"):
-        with pytest.raises(InvalidStatus) as refused:
-            connect(live_url(token_server, query), open_timeout=10)
-        assert refused.value.response.status_code == 401
+        with pytest.raises(HandshakeRefused) as refused:
+            token_app.connect(live_path(query))
+        assert refused.value.status == 401
 
 
-def test_a_token_in_the_query_names_the_user_of_the_socket(token_server: LiveServer) -> None:
+def test_a_token_in_the_query_names_the_user_of_the_socket(token_app: InProcessApp) -> None:
     chat_id = new_chat()
-    url = token_server.base_url.replace("http://", "ws://")
-    with connect(f"{url}/live?chatId={chat_id}&token=token-alice", open_timeout=10) as ws:
+    ws = token_app.connect(f"/live?chatId={chat_id}&token=token-alice")
+    try:
         ws.send(
             json.dumps({"type": "message", **chat_body(chat_id, user_message("Pay Bob 5", "u-1"))})
         )
         frames = []
         while (frame := ws.recv(timeout=30)) != "data: [DONE]\n\n":
             frames.append(frame)
+    finally:
+        ws.close()
     assert any("tool-approval-request" in f for f in frames)
     # The chat is alice's: stored under her id, and invisible to bob.
-    assert stored_state(token_server, chat_id, user_id="alice").get(WALLET, 1000) == 1000
+    assert stored_state(token_app, chat_id, user_id="alice").get(WALLET, 1000) == 1000
     with pytest.raises(AssertionError, match="no session"):
-        stored_state(token_server, chat_id, user_id="bob")
+        stored_state(token_app, chat_id, user_id="bob")

@@ -1,4 +1,6 @@
-"""POST /stream under careless and hostile input, against the real server (docs/adr/0019).
+"""POST /stream under careless and hostile input (docs/adr/0019): in-process, and on the wire
+(real uvicorn) where the wire is the point: a body that arrives slowly, a large message while
+other requests come in.
 
 Each test names a way the server once broke: a coerced approval that ran a payment, a request
 that stalled every other, a deep body that gave 500, a body that never finished arriving,
@@ -15,16 +17,18 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.support import (
+    InProcessApp,
     LiveServer,
     LiveSocket,
+    Response,
     answer_approvals,
     chat_body,
+    in_process_app,
     post_stream,
-    run_server,
+    serve_in_thread,
     user_message,
 )
 from tests.test_approvals import Conversation
@@ -34,13 +38,9 @@ def new_chat() -> str:
     return f"hard-{uuid.uuid4().hex[:12]}"
 
 
-def post_raw(server: LiveServer, body: bytes | str, **kwargs: Any) -> httpx.Response:
-    return httpx.post(
-        f"{server.base_url}/stream",
-        content=body,
-        headers={"content-type": "application/json"},
-        timeout=30,
-        **kwargs,
+def post_raw(app: InProcessApp, body: bytes | str, **kwargs: Any) -> Response:
+    return app.http.post(
+        "/stream", content=body, headers={"content-type": "application/json"}, **kwargs
     )
 
 
@@ -49,9 +49,9 @@ def post_raw(server: LiveServer, body: bytes | str, **kwargs: Any) -> httpx.Resp
 
 @pytest.mark.parametrize("coerced", ["yes", "true", 1, "1", "on", 1.0])
 def test_an_approval_that_is_not_a_boolean_is_refused_and_runs_nothing(
-    server: LiveServer, coerced: object
+    app: InProcessApp, coerced: object
 ) -> None:
-    chat = Conversation(server)
+    chat = Conversation(app)
     chat.say("Send 50 dollars to Hanako")
     message = answer_approvals(chat.assistant(), True)
     message["parts"][-1]["approval"]["approved"] = coerced
@@ -69,19 +69,19 @@ def test_an_approval_that_is_not_a_boolean_is_refused_and_runs_nothing(
     [("id", 12345), ("trigger", 1), ("messageId", 7)],
 )
 def test_ids_and_triggers_are_strings_not_numbers(
-    server: LiveServer, field: str, value: object
+    app: InProcessApp, field: str, value: object
 ) -> None:
     body = chat_body(new_chat(), user_message("hello", "u-1"))
     body[field] = value
-    response = post_raw(server, json.dumps(body))
+    response = post_raw(app, json.dumps(body))
     assert response.status_code == 422, response.text
     assert field in response.json()["detail"]
 
 
-def test_a_message_id_that_is_a_number_is_refused(server: LiveServer) -> None:
+def test_a_message_id_that_is_a_number_is_refused(app: InProcessApp) -> None:
     message = {"id": 5, "role": "user", "parts": [{"type": "text", "text": "x"}]}
     body = chat_body(new_chat(), message)
-    response = post_raw(server, json.dumps(body))
+    response = post_raw(app, json.dumps(body))
     assert response.status_code == 422
     assert "messages.0.id" in response.json()["detail"]
 
@@ -90,84 +90,83 @@ def test_a_message_id_that_is_a_number_is_refused(server: LiveServer) -> None:
 
 
 @pytest.fixture(scope="module")
-def limited_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+def limited_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessApp]:
     """Small limits, so that each can be crossed with a small request."""
-    env = {
-        "ADK_STREAM_MAX_MESSAGE_CHARS": "1000",
-        "ADK_STREAM_MAX_PARTS_PER_MESSAGE": "5",
-        "ADK_STREAM_MAX_MESSAGES_PER_REQUEST": "4",
-        "ADK_STREAM_MAX_FILE_BYTES": "3000",
-        "ADK_STREAM_MAX_JSON_DEPTH": "12",
-        "ADK_STREAM_REQUEST_BODY_TIMEOUT_SECONDS": "1",
-    }
-    with run_server(tmp_path_factory.mktemp("limited"), env) as live:
-        yield live
+    with in_process_app(
+        tmp_path_factory.mktemp("limited"),
+        max_message_chars=1000,
+        max_parts_per_message=5,
+        max_messages_per_request=4,
+        max_file_bytes=3000,
+        max_json_depth=12,
+    ) as target:
+        yield target
 
 
-def test_text_over_the_limit_is_refused_with_413(limited_server: LiveServer) -> None:
+def test_text_over_the_limit_is_refused_with_413(limited_app: InProcessApp) -> None:
     body = chat_body(new_chat(), user_message("word " * 201, "u-1"))  # 1005 characters
-    response = post_raw(limited_server, json.dumps(body))
+    response = post_raw(limited_app, json.dumps(body))
     assert response.status_code == 413
     assert "1005 characters" in response.json()["detail"]
     assert "limit is 1000" in response.json()["detail"]
     at_limit = chat_body(new_chat(), user_message("word " * 200, "u-1"))
-    assert post_stream(limited_server.base_url, at_limit).status == 200
+    assert post_stream(limited_app, at_limit).status == 200
 
 
-def test_too_many_parts_is_refused_with_413(limited_server: LiveServer) -> None:
+def test_too_many_parts_is_refused_with_413(limited_app: InProcessApp) -> None:
     message = {"id": "u-1", "role": "user", "parts": [{"type": "text", "text": "hi"}] * 6}
-    response = post_raw(limited_server, json.dumps(chat_body(new_chat(), message)))
+    response = post_raw(limited_app, json.dumps(chat_body(new_chat(), message)))
     assert response.status_code == 413
     assert "6 parts" in response.json()["detail"]
 
 
-def test_too_many_messages_is_refused_with_413(limited_server: LiveServer) -> None:
+def test_too_many_messages_is_refused_with_413(limited_app: InProcessApp) -> None:
     messages = [user_message(f"m{i}", f"u-{i}") for i in range(5)]
-    response = post_raw(limited_server, json.dumps(chat_body(new_chat(), *messages)))
+    response = post_raw(limited_app, json.dumps(chat_body(new_chat(), *messages)))
     assert response.status_code == 413
     assert "5 messages" in response.json()["detail"]
 
 
-def test_a_file_over_the_limit_is_refused_with_413(limited_server: LiveServer) -> None:
+def test_a_file_over_the_limit_is_refused_with_413(limited_app: InProcessApp) -> None:
     import base64
 
     data = base64.b64encode(b"\x89PNG" + b"\0" * 4000).decode()
     file = {"type": "file", "mediaType": "image/png", "url": f"data:image/png;base64,{data}"}
     body = chat_body(new_chat(), user_message("look", "u-1", files=[file]))
-    response = post_raw(limited_server, json.dumps(body))
+    response = post_raw(limited_app, json.dumps(body))
     assert response.status_code == 413
     assert "larger than 3000 bytes" in response.json()["detail"]
 
 
 @pytest.mark.parametrize("depth", [13, 10_000])
-def test_deep_json_is_refused_with_422(limited_server: LiveServer, depth: int) -> None:
+def test_deep_json_is_refused_with_422(limited_app: InProcessApp, depth: int) -> None:
     nested = "[" * depth + "]" * depth
     body = json.dumps(chat_body(new_chat(), user_message("hi", "u-1"))).replace(
         '"parts": [', f'"metadata": {nested}, "parts": [', 1
     )
-    response = post_raw(limited_server, body)
+    response = post_raw(limited_app, body)
     assert response.status_code == 422, response.text
     assert "nested more than 12 levels" in response.json()["detail"]
 
 
-def test_deep_json_is_refused_with_the_default_limits(server: LiveServer) -> None:
-    response = post_raw(server, '{"id":' + "[" * 10_000 + "]" * 10_000 + "}")
+def test_deep_json_is_refused_with_the_default_limits(app: InProcessApp) -> None:
+    response = post_raw(app, '{"id":' + "[" * 10_000 + "]" * 10_000 + "}")
     assert response.status_code == 422
     assert "nested more than 64 levels" in response.json()["detail"]
 
 
-def test_a_lone_surrogate_is_refused_with_422(server: LiveServer) -> None:
+def test_a_lone_surrogate_is_refused_with_422(app: InProcessApp) -> None:
     body = json.dumps(chat_body(new_chat(), user_message("broken \ud800 text", "u-1")))
     assert "\\ud800" in body
-    response = post_raw(server, body)
+    response = post_raw(app, body)
     assert response.status_code == 422
     assert "surrogate" in response.json()["detail"]
 
 
-def test_fifteen_megabytes_of_words_is_refused_at_once(server: LiveServer) -> None:
+def test_fifteen_megabytes_of_words_is_refused_at_once(app: InProcessApp) -> None:
     body = chat_body(new_chat(), user_message("lorem ipsum " * 1_300_000, "u-1"))
     started = time.monotonic()
-    response = post_raw(server, json.dumps(body))
+    response = post_raw(app, json.dumps(body))
     assert response.status_code == 413
     assert "limit is 200000" in response.json()["detail"]
     assert time.monotonic() - started < 10  # refused, not answered
@@ -197,9 +196,7 @@ def test_a_large_message_does_not_stall_the_server(server: LiveServer, name: str
     big: dict[str, Any] = {}
 
     def send_big() -> None:
-        big["result"] = post_stream(
-            server.base_url, chat_body(new_chat(), user_message(text, "u-big"))
-        )
+        big["result"] = post_stream(server, chat_body(new_chat(), user_message(text, "u-big")))
 
     worker = threading.Thread(target=send_big)
     worker.start()
@@ -207,8 +204,8 @@ def test_a_large_message_does_not_stall_the_server(server: LiveServer, name: str
     try:
         while worker.is_alive():
             started = time.monotonic()
-            assert httpx.get(f"{server.base_url}/health", timeout=5).status_code == 200
-            other = post_stream(server.base_url, chat_body(new_chat(), user_message("hi", "u-1")))
+            assert server.http.get("/health", timeout=5).status_code == 200
+            other = post_stream(server, chat_body(new_chat(), user_message("hi", "u-1")))
             assert other.status == 200
             slowest = max(slowest, time.monotonic() - started)
     finally:
@@ -222,8 +219,17 @@ def test_a_large_message_does_not_stall_the_server(server: LiveServer, name: str
 # -- 8. slow bodies -----------------------------------------------------------------------------
 
 
-def test_a_body_that_arrives_too_slowly_gets_408(limited_server: LiveServer) -> None:
-    host, port = limited_server.base_url.removeprefix("http://").split(":")
+@pytest.fixture(scope="module")
+def impatient_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """Real uvicorn (in a thread) that waits half a second for a request body."""
+    with serve_in_thread(
+        tmp_path_factory.mktemp("impatient"), request_body_timeout_seconds=0.5
+    ) as live:
+        yield live
+
+
+def test_a_body_that_arrives_too_slowly_gets_408(impatient_server: LiveServer) -> None:
+    host, port = impatient_server.base_url.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port)), timeout=10) as conn:
         conn.sendall(
             b"POST /stream HTTP/1.1\r\nHost: 127.0.0.1\r\n"
@@ -235,7 +241,7 @@ def test_a_body_that_arrives_too_slowly_gets_408(limited_server: LiveServer) -> 
         while "}" not in reply and (piece := conn.recv(4096)):
             reply += piece.decode()
     assert reply.startswith("HTTP/1.1 408"), reply
-    assert "did not arrive within 1 s" in reply
+    assert "did not arrive within 0.5 s" in reply
     assert time.monotonic() - started < 8
 
 
@@ -243,44 +249,43 @@ def test_a_body_that_arrives_too_slowly_gets_408(limited_server: LiveServer) -> 
 
 
 @pytest.fixture(scope="module")
-def one_slot_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+def one_slot_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessApp]:
     """One response at a time, and an agent with a tool that takes as long as asked."""
-    env = {
-        "ADK_STREAM_MAX_CONCURRENT_RESPONSES": "1",
-        "ADK_STREAM_AGENT": "tests.agents:root_agent",
-    }
-    with run_server(tmp_path_factory.mktemp("one-slot"), env) as live:
-        yield live
+    with in_process_app(
+        tmp_path_factory.mktemp("one-slot"),
+        max_concurrent_responses=1,
+        agent="tests.agents:root_agent",
+    ) as target:
+        yield target
 
 
-def test_over_the_response_cap_a_request_gets_503_at_once(one_slot_server: LiveServer) -> None:
-    url = f"{one_slot_server.base_url}/stream"
-    slow = chat_body(new_chat(), user_message("slow 2", "u-1"))
-    with httpx.stream("POST", url, json=slow, timeout=30) as first:
+def test_over_the_response_cap_a_request_gets_503_at_once(one_slot_app: InProcessApp) -> None:
+    http = one_slot_app.http
+    slow = chat_body(new_chat(), user_message("slow 1.5", "u-1"))
+    with http.stream("POST", "/stream", json=slow) as first:
         assert first.status_code == 200
         lines = first.iter_lines()
         assert next(lines).startswith("data: ")  # the run has begun
         started = time.monotonic()
-        shed = httpx.post(url, json=chat_body(new_chat(), user_message("hi", "u-1")), timeout=30)
-        assert time.monotonic() - started < 1.5  # at once, not after the slow tool
+        shed = http.post("/stream", json=chat_body(new_chat(), user_message("hi", "u-1")))
+        assert time.monotonic() - started < 1.0  # at once, not after the slow tool
         assert shed.status_code == 503
         assert shed.headers["retry-after"] == "1"
         assert "busy" in shed.json()["detail"]
         rest = list(lines)
     assert rest[-2:] == ["data: [DONE]", ""] or rest[-1] == "data: [DONE]", rest[-3:]
     # The slot is free again once the response has ended.
-    after = post_stream(one_slot_server.base_url, chat_body(new_chat(), user_message("hi", "u-1")))
+    after = post_stream(one_slot_app, chat_body(new_chat(), user_message("hi", "u-1")))
     assert after.status == 200
 
 
 def test_over_the_response_cap_a_live_message_gets_a_busy_error(
-    one_slot_server: LiveServer,
+    one_slot_app: InProcessApp,
 ) -> None:
-    url = f"{one_slot_server.base_url}/stream"
-    slow = chat_body(new_chat(), user_message("slow 2", "u-1"))
-    live = LiveSocket(one_slot_server, new_chat())
+    slow = chat_body(new_chat(), user_message("slow 1.5", "u-1"))
+    live = LiveSocket(one_slot_app, new_chat())
     try:
-        with httpx.stream("POST", url, json=slow, timeout=30) as first:
+        with one_slot_app.http.stream("POST", "/stream", json=slow) as first:
             lines = first.iter_lines()
             assert next(lines).startswith("data: ")  # holds the only slot
             (error,) = live.message(user_message("hi", "u-1")).of_type("error")
@@ -290,11 +295,7 @@ def test_over_the_response_cap_a_live_message_gets_a_busy_error(
         # (This test agent has no live model, so the turn itself ends in an error chunk.)
         answered = live.message(user_message("hi", "u-2"))
         assert answered.types()[0] == "start" and "busy" not in answered.body
-        assert (
-            post_stream(
-                one_slot_server.base_url, chat_body(new_chat(), user_message("hi", "u-1"))
-            ).status
-            == 200
-        )
+        after = post_stream(one_slot_app, chat_body(new_chat(), user_message("hi", "u-1")))
+        assert after.status == 200
     finally:
         live.close()

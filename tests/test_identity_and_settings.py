@@ -1,69 +1,61 @@
-"""The identity dependency, CORS and session-store settings, on the real server."""
+"""The identity dependency, CORS and session-store settings (the app in-process)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 from google.adk.sessions import InMemorySessionService
 from google.adk.sessions.sqlite_session_service import SqliteSessionService
 
 from adk_stream_protocol.sessions import create_session_service
 from adk_stream_protocol.settings import Settings
-from tests.support import LiveServer, chat_body, post_stream, run_server, user_message
+from tests.apps import user_from_header
+from tests.support import InProcessApp, chat_body, in_process_app, post_stream, user_message
 
 
 @pytest.fixture(scope="module")
-def identity_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    env = {"ADK_STREAM_CORS_ORIGINS": "http://localhost:3000, http://app.test"}
-    with run_server(
-        tmp_path_factory.mktemp("identity"), env, app="tests.apps:header_identity_app"
-    ) as live:
-        yield live
+def identity_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessApp]:
+    with in_process_app(
+        tmp_path_factory.mktemp("identity"),
+        identity=user_from_header,
+        cors_origins="http://localhost:3000, http://app.test",  # as the environment gives it
+    ) as target:
+        yield target
 
 
 def test_chats_belong_to_the_user_the_identity_dependency_names(
-    identity_server: LiveServer,
+    identity_app: InProcessApp,
 ) -> None:
     body = chat_body("shared-chat-id", user_message("hello", "u1"))
-    alice = post_stream(identity_server.base_url, body, headers={"x-test-user": "alice"})
+    alice = post_stream(identity_app, body, headers={"x-test-user": "alice"})
     assert alice.status == 200
     # The same chat id and message id from another user is another chat, not a repeat.
-    bob = post_stream(identity_server.base_url, body, headers={"x-test-user": "bob"})
+    bob = post_stream(identity_app, body, headers={"x-test-user": "bob"})
     assert bob.status == 200
-    again = httpx.post(
-        f"{identity_server.base_url}/stream",
-        json=body,
-        headers={"x-test-user": "alice"},
-        timeout=30,
-    )
+    again = identity_app.http.post("/stream", json=body, headers={"x-test-user": "alice"})
     assert again.status_code == 409
 
 
-def test_a_request_the_identity_dependency_refuses_gets_4xx(identity_server: LiveServer) -> None:
+def test_a_request_the_identity_dependency_refuses_gets_4xx(identity_app: InProcessApp) -> None:
     body = chat_body("c1", user_message("hello", "u1"))
-    response = httpx.post(f"{identity_server.base_url}/stream", json=body, timeout=30)
+    response = identity_app.http.post("/stream", json=body)
     assert response.status_code == 422  # the required header is missing
 
 
-def test_cors_allows_the_configured_origins(identity_server: LiveServer) -> None:
+def test_cors_allows_the_configured_origins(identity_app: InProcessApp) -> None:
     preflight = {
         "access-control-request-method": "POST",
         "access-control-request-headers": "content-type",
     }
-    allowed = httpx.options(
-        f"{identity_server.base_url}/stream",
-        headers={"origin": "http://app.test", **preflight},
-        timeout=10,
+    allowed = identity_app.http.options(
+        "/stream", headers={"origin": "http://app.test", **preflight}
     )
     assert allowed.status_code == 200
     assert allowed.headers["access-control-allow-origin"] == "http://app.test"
-    refused = httpx.options(
-        f"{identity_server.base_url}/stream",
-        headers={"origin": "http://evil.test", **preflight},
-        timeout=10,
+    refused = identity_app.http.options(
+        "/stream", headers={"origin": "http://evil.test", **preflight}
     )
     assert "access-control-allow-origin" not in refused.headers
 

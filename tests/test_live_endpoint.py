@@ -1,4 +1,5 @@
-"""WS /live against the real server: real run_live, offline live model, SQLite store.
+"""WS /live: real run_live, offline live model, SQLite store; in-process, with the handshake,
+a text chat and a client that goes away also on the wire (the real server).
 
 Every response is checked like a /stream response (protocol invariants, strict 6.0.25 chunk
 fields); control frames are plain JSON."""
@@ -11,18 +12,20 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from websockets.exceptions import ConnectionClosed
 
 from tests.support import (
+    InProcessApp,
     LiveServer,
     LiveSocket,
+    SocketClosed,
     StreamResult,
+    Target,
     answer_approvals,
     assert_valid_stream,
     assistant_message,
     chat_body,
+    in_process_app,
     post_stream,
-    run_server,
     stored_state,
     user_message,
 )
@@ -35,8 +38,8 @@ def new_chat() -> str:
 
 
 @pytest.fixture
-def socket(server: LiveServer) -> Iterator[LiveSocket]:
-    live = LiveSocket(server, new_chat())
+def socket(app: InProcessApp) -> Iterator[LiveSocket]:
+    live = LiveSocket(app, new_chat())
     yield live
     live.close()
 
@@ -89,26 +92,26 @@ class LiveChat:
         return result
 
 
-def test_connecting_without_a_chat_id_is_refused(server: LiveServer) -> None:
-    from websockets.sync.client import connect
-
-    with (
-        connect(server.base_url.replace("http", "ws") + "/live") as ws,
-        pytest.raises(ConnectionClosed) as closed,
-    ):
-        ws.recv(timeout=5)
-    assert closed.value.rcvd is not None and closed.value.rcvd.code == 4400
+BOTH = pytest.mark.parametrize("target", ["app", "server"], indirect=True)
 
 
-def test_a_second_socket_on_the_same_chat_is_refused(server: LiveServer) -> None:
-    first = LiveSocket(server, new_chat())
+@BOTH
+def test_connecting_without_a_chat_id_is_refused(target: Target) -> None:
+    ws = target.connect("/live")
     try:
-        second = LiveSocket(server, first.chat_id)
-        with pytest.raises(ConnectionClosed) as closed:
-            second.ws.recv(timeout=5)
-        assert closed.value.rcvd is not None and closed.value.rcvd.code == 4409
+        with pytest.raises(SocketClosed) as closed:
+            ws.recv(timeout=5)
+        assert closed.value.code == 4400
     finally:
-        first.close()
+        ws.close()
+
+
+@BOTH
+def test_a_second_socket_on_the_same_chat_is_refused(target: Target) -> None:
+    with LiveSocket(target, new_chat()) as first, LiveSocket(target, first.chat_id) as second:
+        with pytest.raises(SocketClosed) as closed:
+            second.ws.recv(timeout=5)
+        assert closed.value.code == 4409
 
 
 def test_ping_and_bad_frames_get_control_replies(socket: LiveSocket) -> None:
@@ -123,7 +126,13 @@ def test_ping_and_bad_frames_get_control_replies(socket: LiveSocket) -> None:
     assert result.types()[-1] == "finish"
 
 
-def test_text_turns_on_one_socket(socket: LiveSocket) -> None:
+@BOTH
+def test_text_turns_on_one_socket(target: Target) -> None:
+    with LiveSocket(target, new_chat()) as socket:
+        text_turns(socket)
+
+
+def text_turns(socket: LiveSocket) -> None:
     chat = LiveChat(socket)
     first = chat.say("Hello there")
     second = chat.say("And hello again")
@@ -143,7 +152,7 @@ def test_server_tool(socket: LiveSocket) -> None:
     assert "18°C" in result.text()
 
 
-def test_approval_round_trip(server: LiveServer, socket: LiveSocket) -> None:
+def test_approval_round_trip(app: InProcessApp, socket: LiveSocket) -> None:
     chat = LiveChat(socket)
     first = chat.say("Send 50 dollars to Hanako")
     # The step boundary wraps the whole tool call and its approval request.
@@ -156,17 +165,17 @@ def test_approval_round_trip(server: LiveServer, socket: LiveSocket) -> None:
     assert second.chunks[0] == {"type": "start", "messageId": first.chunks[0]["messageId"]}
     assert second.types()[1] == "tool-output-available"
     assert "Sent 50 USD to Hanako" in second.text()
-    assert stored_state(server, socket.chat_id)[WALLET] == 950
+    assert stored_state(app, socket.chat_id)[WALLET] == 950
 
 
-def test_denied_approval(server: LiveServer, socket: LiveSocket) -> None:
+def test_denied_approval(app: InProcessApp, socket: LiveSocket) -> None:
     chat = LiveChat(socket)
     first = chat.say("Send 50 dollars to Hanako")
     (call,) = first.of_type("tool-input-available")
     second = chat.answer(False)
     assert {"type": "tool-output-denied", "toolCallId": call["toolCallId"]} in second.chunks
     assert "not done" in second.text()
-    assert stored_state(server, socket.chat_id).get(WALLET, 1000) == 1000
+    assert stored_state(app, socket.chat_id).get(WALLET, 1000) == 1000
 
 
 def test_unknown_approval_is_refused(socket: LiveSocket) -> None:
@@ -180,14 +189,14 @@ def test_unknown_approval_is_refused(socket: LiveSocket) -> None:
     assert error is not None and "apr_forged" in error["errorText"]
 
 
-def test_two_parallel_approvals(server: LiveServer, socket: LiveSocket) -> None:
+def test_two_parallel_approvals(app: InProcessApp, socket: LiveSocket) -> None:
     chat = LiveChat(socket)
     first = chat.say("Pay Alice 10 and Bob 20")
     assert len(first.of_type("tool-approval-request")) == 2
     second = chat.answer(True, False)
     kinds = [c["type"] for c in second.chunks if c["type"].startswith("tool-output")]
     assert sorted(kinds) == ["tool-output-available", "tool-output-denied"]
-    assert stored_state(server, socket.chat_id)[WALLET] == 990
+    assert stored_state(app, socket.chat_id)[WALLET] == 990
 
 
 def test_browser_tool(socket: LiveSocket) -> None:
@@ -245,22 +254,37 @@ def test_disconnect_during_a_pending_approval_runs_nothing(server: LiveServer) -
     live = LiveSocket(server, new_chat())
     LiveChat(live).say("Send 50 dollars to Hanako")
     live.close()
-    time.sleep(1)
-    assert stored_state(server, live.chat_id).get(WALLET, 1000) == 1000
-    again = LiveSocket(server, live.chat_id)  # the chat is free again
+    again = reconnect(server, live.chat_id)  # the chat is free again
     try:
+        # Its run has ended (the socket holds the chat until then): nothing was paid.
+        assert stored_state(server, live.chat_id).get(WALLET, 1000) == 1000
         result = again.message(user_message("hello", "u9"))
         assert result.types()[-1] == "finish"
     finally:
         again.close()
 
 
-def test_a_chat_started_on_stream_continues_on_live(server: LiveServer) -> None:
+def reconnect(server: LiveServer, chat_id: str, within: float = 10) -> LiveSocket:
+    """A new socket on the chat, once the server has let the old one go (until then it
+    closes new ones with 4409)."""
+    deadline = time.monotonic() + within
+    while True:
+        live = LiveSocket(server, chat_id)
+        try:
+            live.send({"type": "ping", "timestamp": 1})
+            assert live.control() == {"type": "pong", "timestamp": 1}
+            return live
+        except SocketClosed as closed:
+            live.close()
+            assert closed.code == 4409, closed
+            assert time.monotonic() < deadline, f"the chat was not free within {within} s"
+            time.sleep(0.05)
+
+
+def test_a_chat_started_on_stream_continues_on_live(app: InProcessApp) -> None:
     chat_id = new_chat()
-    first = post_stream(
-        server.base_url, chat_body(chat_id, user_message("Hello from stream", "u1"))
-    )
-    live = LiveSocket(server, chat_id)
+    first = post_stream(app, chat_body(chat_id, user_message("Hello from stream", "u1")))
+    live = LiveSocket(app, chat_id)
     try:
         assistant = {"id": first.chunks[0]["messageId"], "role": "assistant", "parts": []}
         result = live.message(
@@ -274,30 +298,29 @@ def test_a_chat_started_on_stream_continues_on_live(server: LiveServer) -> None:
 
 
 @pytest.fixture(scope="module")
-def quick_timeout_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    env = {"ADK_STREAM_APPROVAL_TIMEOUT_SECONDS": "0.5"}
-    with run_server(tmp_path_factory.mktemp("timeout"), env) as live:
-        yield live
+def quick_timeout_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessApp]:
+    with in_process_app(tmp_path_factory.mktemp("timeout"), approval_timeout_seconds=0.1) as target:
+        yield target
 
 
-def test_approval_timeout_is_a_tool_error(quick_timeout_server: LiveServer) -> None:
-    live = LiveSocket(quick_timeout_server, new_chat())
+def test_approval_timeout_is_a_tool_error(quick_timeout_app: InProcessApp) -> None:
+    live = LiveSocket(quick_timeout_app, new_chat())
     try:
         chat = LiveChat(live)
         first = chat.say("Send 50 dollars to Hanako")
         (call,) = first.of_type("tool-input-available")
-        time.sleep(1.5)
+        time.sleep(0.6)  # six times the timeout, which began before the request was sent
         late = chat.answer(True)
         (error,) = late.of_type("tool-output-error")
         assert error["toolCallId"] == call["toolCallId"]
         assert "timed out" in error["errorText"]
-        assert stored_state(quick_timeout_server, live.chat_id).get(WALLET, 1000) == 1000
+        assert stored_state(quick_timeout_app, live.chat_id).get(WALLET, 1000) == 1000
     finally:
         live.close()
 
 
 def test_sequential_approvals_hold_back_text_until_the_final_response(
-    server: LiveServer, socket: LiveSocket
+    app: InProcessApp, socket: LiveSocket
 ) -> None:
     chat = LiveChat(socket)
     first = chat.say("Pay Alice 10, then pay Bob 20")
@@ -309,7 +332,7 @@ def test_sequential_approvals_hold_back_text_until_the_final_response(
     outputs = [c["toolCallId"] for c in final.of_type("tool-output-available")]
     assert outputs[0] == alice["toolCallId"] and len(outputs) == 2
     assert final.text().index("Now paying Bob") < final.text().index("Wallet balance: 970")
-    assert stored_state(server, socket.chat_id)[WALLET] == 970
+    assert stored_state(app, socket.chat_id)[WALLET] == 970
 
 
 def test_a_message_with_nothing_to_say_is_refused_clearly(socket: LiveSocket) -> None:
@@ -320,16 +343,14 @@ def test_a_message_with_nothing_to_say_is_refused_clearly(socket: LiveSocket) ->
 
 
 @pytest.fixture(scope="module")
-def small_frame_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    with run_server(
-        tmp_path_factory.mktemp("frames"), {"ADK_STREAM_MAX_FRAME_BYTES": "2000"}
-    ) as live:
-        yield live
+def small_frame_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessApp]:
+    with in_process_app(tmp_path_factory.mktemp("frames"), max_frame_bytes=2000) as target:
+        yield target
 
 
-def test_an_oversized_frame_closes_the_socket_with_1009(small_frame_server: LiveServer) -> None:
-    live = LiveSocket(small_frame_server, new_chat())
-    live.send({"type": "message", **chat_body(live.chat_id, user_message("x" * 5000, "u1"))})
-    with pytest.raises(ConnectionClosed) as closed:
-        live.ws.recv(timeout=5)
-    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
+def test_an_oversized_frame_closes_the_socket_with_1009(small_frame_app: InProcessApp) -> None:
+    with LiveSocket(small_frame_app, new_chat()) as live:
+        live.send({"type": "message", **chat_body(live.chat_id, user_message("x" * 5000, "u1"))})
+        with pytest.raises(SocketClosed) as closed:
+            live.ws.recv(timeout=5)
+        assert closed.value.code == 1009

@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.real_client import CLIENTS, drive, text_of, tool_parts
-from tests.support import LiveServer, run_server
+from tests.support import LiveServer
 
 LOCATION = {"latitude": 35.6762, "longitude": 139.6503, "accuracy": 20}
 
@@ -41,14 +40,6 @@ def test_text_turns_on_one_socket(server: LiveServer, client: str) -> None:
     assert "Hello there" not in text_of(second), "nothing carries into the next turn"
     assert [p["type"] for p in second["parts"]].count("reasoning") == 1
     assert len(report["ws"]["connections"]) == 1, "one socket for the whole chat"
-
-
-@pytest.fixture(scope="module")
-def audio_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    with run_server(
-        tmp_path_factory.mktemp("audio"), {"ADK_STREAM_LIVE_MODALITY": "AUDIO"}
-    ) as live:
-        yield live
 
 
 @pytest.mark.parametrize("client", CLIENTS)

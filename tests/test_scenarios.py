@@ -10,14 +10,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.real_client import CLIENTS, drive, text_of
-from tests.support import LiveServer, run_server
+from tests.real_client import CLIENTS, RunningJob, client_job, start_jobs, text_of
+from tests.support import ServerPool
 
 CATALOGUE = Path(__file__).resolve().parent.parent / "scenarios" / "catalogue"
 TRANSPORTS = ("stream", "live")
@@ -46,43 +45,44 @@ def cases() -> Iterator[Any]:
                 )
 
 
-class ServerPool:
-    """Servers started on demand, one per set of settings, shared by the whole run."""
-
-    def __init__(self, tmp: pytest.TempPathFactory, default: LiveServer) -> None:
-        self._tmp = tmp
-        self._servers: dict[str, LiveServer] = {"{}": default}
-        self._stack = ExitStack()
-
-    def get(self, env: dict[str, str]) -> LiveServer:
-        key = json.dumps(env, sort_keys=True)
-        if key not in self._servers:
-            workdir = self._tmp.mktemp("scenario-server")
-            self._servers[key] = self._stack.enter_context(run_server(workdir, env))
-        return self._servers[key]
-
-    def close(self) -> None:
-        self._stack.close()
+# Scenarios run this many at a time: each spends most of its time waiting for its next step.
+AT_ONCE = 6
 
 
-@pytest.fixture(scope="session")
-def server_pool(
-    tmp_path_factory: pytest.TempPathFactory, server: LiveServer
-) -> Iterator[ServerPool]:
-    pool = ServerPool(tmp_path_factory, server)
-    yield pool
-    pool.close()
+@pytest.fixture(scope="module")
+def reports(servers: ServerPool, request: pytest.FixtureRequest) -> dict[str, RunningJob]:
+    """The job of every case this run selected, all started when the first case runs
+    (AT_ONCE at a time), by case id."""
+    selected = {
+        item.callspec.id
+        for item in request.session.items
+        if isinstance(item, pytest.Function) and item.originalname == "test_scenario"
+    }
+    jobs, ids = [], []
+    for case in cases():
+        if case.id not in selected:
+            continue
+        scenario, transport, client = case.values
+        server = servers.get(scenario.get("server", {}))
+        options = {k: v for k, v in scenario["job"].items() if k != "steps"}
+        steps = scenario["job"]["steps"]
+        jobs.append(client_job(server, client, steps, live=transport == "live", **options))
+        ids.append(case.id)
+    return dict(zip(ids, start_jobs(jobs, AT_ONCE), strict=True))
 
 
 @pytest.mark.parametrize(("scenario", "transport", "client"), list(cases()))
 def test_scenario(
-    server_pool: ServerPool, scenario: dict[str, Any], transport: str, client: str
+    reports: dict[str, RunningJob],
+    request: pytest.FixtureRequest,
+    scenario: dict[str, Any],
+    transport: str,
+    client: str,
 ) -> None:
-    server = server_pool.get(scenario.get("server", {}))
-    report = drive(server, client, scenario["job"]["steps"], live=transport == "live", **{
-        k: v for k, v in scenario["job"].items() if k != "steps"
-    })  # fmt: skip
-    check(report, scenario["expect"])
+    job = reports[request.node.callspec.id]
+    assert job.job["transport"] == ("ws" if transport == "live" else "http")
+    assert job.job["client"] == client
+    check(job.report(), scenario["expect"])
 
 
 # -- the expectation language ----------------------------------------------------------------

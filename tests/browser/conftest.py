@@ -1,13 +1,15 @@
 """Real-browser tests: Playwright drives Debian's Chromium against the real server, which serves
 the built playground at `/` (docs/adr/0016-browser-tests.md).
 
-Fixtures: one headless Chromium for all the browser tests, one TEXT server and one AUDIO server
-(the offline model), and per test a fresh browser context with the playground open on a new
-chat. When a test fails, a screenshot of each of its pages goes to `test-artifacts/browser/`.
+Fixtures: one headless Chromium for all the browser tests; the TEXT server is the run's `server`
+(`server:app` serves the built playground by default) and the AUDIO server the run's
+`audio_server` (tests/conftest.py); per test a fresh browser context with the playground open on
+a new chat. When a test fails, a screenshot of each of its pages goes to
+`test-artifacts/browser/`.
 
-The browser and the servers are scoped to this package (the whole run of the browser tests, then
-released), not to the pytest session: Playwright's sync API keeps an asyncio loop marked as
-running on the main thread while it is started, and the other tests call `asyncio.run()`.
+The browser is scoped to this package (the whole run of the browser tests, then released), not
+to the pytest session: Playwright's sync API keeps an asyncio loop marked as running on the main
+thread while it is started, and the other tests call `asyncio.run()`.
 """
 
 from __future__ import annotations
@@ -20,13 +22,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, Playwright, expect, sync_playwright
+from playwright.sync_api import (
+    Browser,
+    BrowserContext,
+    ConsoleMessage,
+    Error,
+    Page,
+    Playwright,
+    expect,
+    sync_playwright,
+)
 
 from tests.browser.playground import Playground
-from tests.support import ROOT, LiveServer, run_server
+from tests.support import PLAYGROUND_DIST, ROOT, LiveServer
 
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
-PLAYGROUND_DIST = ROOT / "playground" / "dist"
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",
@@ -49,6 +59,7 @@ expect.set_options(timeout=TIMEOUT_MS)
 # The pages a test opened (for the screenshot on failure) and what their consoles said.
 _PAGES = pytest.StashKey[list[Page]]()
 _CONSOLE = pytest.StashKey[list[str]]()
+_FAILED = pytest.StashKey[bool]()
 
 
 @pytest.fixture(scope="package")
@@ -73,55 +84,98 @@ def browser(playwright: Playwright) -> Iterator[Browser]:
     browser.close()
 
 
-def _serve_playground(
-    factory: pytest.TempPathFactory, name: str, env: dict[str, str]
-) -> Iterator[LiveServer]:
+def _check_playground_built() -> None:
     if not (PLAYGROUND_DIST / "index.html").is_file():
         pytest.fail(
             f"{PLAYGROUND_DIST} has no build: run scripts/test (it builds the playground) or"
             " `npm ci && npm run build` in client/ and playground/.",
             pytrace=False,
         )
-    env = {"ADK_STREAM_PLAYGROUND_DIR": str(PLAYGROUND_DIST), **env}
-    with run_server(factory.mktemp(name), env) as server:
-        yield server
 
 
 @pytest.fixture(scope="package")
-def text_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    """The real app serving the playground; /live answers in text."""
-    yield from _serve_playground(tmp_path_factory, "browser-text", {})
+def text_server(server: LiveServer) -> LiveServer:
+    """The real app serving the playground (its default `ADK_STREAM_PLAYGROUND_DIR`); /live
+    answers in text."""
+    _check_playground_built()
+    return server
 
 
 @pytest.fixture(scope="package")
-def audio_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+def browser_audio_server(audio_server: LiveServer) -> LiveServer:
     """The same with spoken answers on /live (transcript text plus PCM audio)."""
-    yield from _serve_playground(
-        tmp_path_factory, "browser-audio", {"ADK_STREAM_LIVE_MODALITY": "AUDIO"}
-    )
+    _check_playground_built()
+    return audio_server
 
 
 OpenPlayground = Callable[..., Playground]
 
 
+class SharedPage:
+    """One page in a browser context with no options, reused by the tests that need nothing
+    else: each opens the playground in it afresh (a new document and chat). A new context and
+    page cost about a second of CPU; navigating an open page, a quarter of that. After a test
+    that failed, the next one gets a new context."""
+
+    def __init__(self, browser: Browser) -> None:
+        self._browser = browser
+        self._context: BrowserContext | None = None
+        self._page: Page | None = None
+
+    def get(self) -> Page:
+        if self._page is None or self._page.is_closed():
+            self.discard()
+            self._context = self._browser.new_context()
+            self._context.set_default_timeout(TIMEOUT_MS)
+            self._page = self._context.new_page()
+        return self._page
+
+    def discard(self) -> None:
+        if self._context is not None:
+            self._context.close()
+        self._context = self._page = None
+
+
+@pytest.fixture(scope="package")
+def shared_page(browser: Browser) -> Iterator[SharedPage]:
+    shared = SharedPage(browser)
+    yield shared
+    shared.discard()
+
+
 @pytest.fixture
 def open_playground(
-    request: pytest.FixtureRequest, browser: Browser, text_server: LiveServer
+    request: pytest.FixtureRequest,
+    browser: Browser,
+    shared_page: SharedPage,
+    text_server: LiveServer,
 ) -> Iterator[OpenPlayground]:
-    """Opens the playground on a fresh chat in a new browser context (its own profile,
-    permissions and geolocation): `open_playground("live", base_url=..., **context_options)`."""
+    """Opens the playground on a fresh chat: `open_playground("live", base_url=...,
+    **context_options)`. With context options (permissions, geolocation) in a new browser
+    context of its own; without, in the shared page."""
     contexts = []
     pages = request.node.stash.setdefault(_PAGES, [])
     console = request.node.stash.setdefault(_CONSOLE, [])
+    listened: list[Page] = []
+
+    def on_console(message: ConsoleMessage) -> None:
+        console.append(f"[{message.type}] {message.text}")
+
+    def on_page_error(error: Error) -> None:
+        console.append(f"[pageerror] {error}")
 
     def open_(transport: str, base_url: str | None = None, **options: Any) -> Playground:
-        context = browser.new_context(**options)
-        contexts.append(context)
-        context.set_default_timeout(TIMEOUT_MS)
-        page = context.new_page()
+        if options or pages:
+            context = browser.new_context(**options)
+            contexts.append(context)
+            context.set_default_timeout(TIMEOUT_MS)
+            page = context.new_page()
+        else:
+            page = shared_page.get()
         pages.append(page)
-        page.on("console", lambda m: console.append(f"[{m.type}] {m.text}"))
-        page.on("pageerror", lambda e: console.append(f"[pageerror] {e}"))
+        page.on("console", on_console)
+        page.on("pageerror", on_page_error)
+        listened.append(page)
         query = "?transport=live" if transport == "live" else ""
         page.goto(f"{base_url or text_server.base_url}/{query}")
         playground = Playground(page, transport)
@@ -129,8 +183,13 @@ def open_playground(
         return playground
 
     yield open_
+    for page in listened:
+        page.remove_listener("console", on_console)
+        page.remove_listener("pageerror", on_page_error)
     for context in contexts:
         context.close()
+    if request.node.stash.get(_FAILED, False):
+        shared_page.discard()  # whatever state the failure left it in stays with it
     # The page's Content-Security-Policy (docs/adr/0019) must not block anything it does.
     blocked = [line for line in console if "Content Security Policy" in line]
     assert not blocked, "\n".join(blocked)
@@ -152,6 +211,8 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
+    if report.failed:
+        item.stash[_FAILED] = True
     if report.failed and report.when in ("setup", "call"):
         name = re.sub(r"[^A-Za-z0-9_.-]+", "_", item.nodeid.removeprefix("tests/browser/"))
         pages: list[Page] = item.stash.get(_PAGES, [])

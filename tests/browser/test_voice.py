@@ -14,9 +14,9 @@ pytestmark = pytest.mark.browser
 
 
 def test_talk_and_hear_the_answer(
-    open_playground: OpenPlayground, audio_server: LiveServer
+    open_playground: OpenPlayground, browser_audio_server: LiveServer
 ) -> None:
-    playground = open_playground("live", base_url=audio_server.base_url)
+    playground = open_playground("live", base_url=browser_audio_server.base_url)
     mic = playground.by_id("mic-button")
     mic_status = playground.by_id("mic-status")
     pcm = playground.by_id("pcm-status")
