@@ -114,6 +114,8 @@ class LiveConnection:
         self._send_lock = asyncio.Lock()
         # Whether this socket holds one of the process's response slots (an open response).
         self._holds_slot = False
+        # Set while a new message waits for the model to end the turn it abandons.
+        self._abandoning = False
 
     # -- the socket ---------------------------------------------------------------------------
 
@@ -237,8 +239,12 @@ class LiveConnection:
         failure = await self._run.use()
         # Calls still waiting are abandoned: approvals are cancelled (the tools do not run)
         # and browser calls get a clear result, so the model's history stays valid.
-        await self._pending.cancel(self._chat, dict(ABANDONED_RESULT))
-        await self._run.wait_model_idle()
+        self._abandoning = True
+        try:
+            await self._pending.cancel(self._chat, dict(ABANDONED_RESULT))
+            await self._run.wait_model_idle()
+        finally:
+            self._abandoning = False
         self._last_user_message_id = last.id
         turn = self._turn = self._new_turn_state()
         await turn.open_response(
@@ -316,7 +322,13 @@ class LiveConnection:
             await self._turn.on_event(event)
 
     def _on_waiting(self, call: WaitingCall) -> None:
-        if self._turn is not None:
+        if self._abandoning:
+            # The abandoned turn's model asks after the cancellation: cancelled too, or the
+            # new message would wait for a turn that cannot end.
+            self._bridge.spawn(
+                self._pending.cancel(self._chat, dict(ABANDONED_RESULT)), name="live-abandon"
+            )
+        elif self._turn is not None:
             self._turn.on_waiting(call)
 
     async def _run_usable(self) -> bool:

@@ -126,3 +126,24 @@ def test_a_live_run_that_cannot_start_answers_the_first_message_with_an_error() 
         assert [c["type"] for c in response_events(socket)] == ["start", "error", "finish"]
         closed = socket.receive()
         assert closed == {"type": "websocket.close", "code": 1011, "reason": "the live run failed"}
+
+
+def test_a_new_message_after_an_interrupt_does_not_wait_for_an_approval_asked_late(
+    client: TestClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Interrupted before its tool asked for approval, the old turn's model asks while the new
+    # message waits for that turn to end: the late approval is cancelled too, so the turn ends
+    # at once instead of holding the new message until the wait gives up.
+    chat_id = f"chat-{uuid.uuid4().hex[:8]}"
+    with client.websocket_connect(f"/live?chatId={chat_id}") as socket:
+        socket.send_json(
+            {"type": "message", **chat_body(chat_id, user_message("Where am I?", "u1"))}
+        )
+        socket.send_json({"type": "message", **chat_body(chat_id, user_message("again", "u2"))})
+        socket.send_json({"type": "interrupt"})
+        socket.send_json({"type": "message", **chat_body(chat_id, user_message("Hello", "u3"))})
+        cut = response_events(socket)
+        assert cut[-1]["type"] == "finish"
+        answer = response_events(socket)
+    assert 'You said: "Hello"' in "".join(c.get("delta", "") for c in answer)
+    assert not [r for r in caplog.records if "did not end" in r.getMessage()]
