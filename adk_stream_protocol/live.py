@@ -14,7 +14,7 @@ import binascii
 import json
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, WebSocket, WebSocketDisconnect
@@ -110,7 +110,7 @@ class LiveConnection:
         self._turn: LiveTurn | None = None
         # The last user message: the same message sent again is refused, not answered twice.
         self._last_user_message_id: str | None = None
-        self._sink = _SocketSink(self)
+        self._sink = _SocketSink(self._send_text)
         self._send_lock = asyncio.Lock()
         # Whether this socket holds one of the process's response slots (an open response).
         self._holds_slot = False
@@ -368,12 +368,12 @@ class LiveConnection:
 class _SocketSink:
     """A response's events, one WebSocket text frame each."""
 
-    def __init__(self, connection: LiveConnection) -> None:
-        self._connection = connection
+    def __init__(self, send_text: Callable[[str], Awaitable[None]]) -> None:
+        self._send_text = send_text
 
     async def send(self, events: Sequence[bytes]) -> None:
         for event in events:
-            await self._connection._send_text(event.decode())
+            await self._send_text(event.decode())
 
     async def close(self) -> None:
         return None  # the socket outlives its responses
