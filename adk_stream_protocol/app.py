@@ -19,10 +19,10 @@ from fastapi.middleware.trustedhost import TrustedHostMiddleware
 from fastapi.staticfiles import StaticFiles
 
 from adk_stream_protocol.agents import AgentLike, resolve_agents
+from adk_stream_protocol.backends import check_extras, open_coordination
 from adk_stream_protocol.bridge import Bridge
 from adk_stream_protocol.identity import current_user
 from adk_stream_protocol.live import router as live_router
-from adk_stream_protocol.local_coordination import local_coordination
 from adk_stream_protocol.security import SecurityHeadersMiddleware
 from adk_stream_protocol.settings import Settings
 from adk_stream_protocol.stream import router as stream_router
@@ -42,17 +42,22 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        bridge = Bridge(settings, *resolve_agents(settings, agent), local_coordination())
-        app.state.bridge = bridge
-        logger.info(
-            "ready: store=%s app=%s",
-            settings.session_store.split("://")[0],
-            bridge.sessions.app_name,
-        )
-        try:
-            yield
-        finally:
-            await bridge.close()
+        check_extras(settings)
+        async with open_coordination(settings) as coordination:
+            bridge = Bridge(settings, *resolve_agents(settings, agent), coordination)
+            try:
+                await bridge.sessions.prepare()
+                app.state.bridge = bridge
+                logger.info(
+                    "ready: store=%s coordination=%s app=%s resumable=%s",
+                    settings.session_store.split("://")[0].split("+")[0],
+                    "redis" if settings.redis_url else "local",
+                    bridge.sessions.app_name,
+                    settings.resumable_streams,
+                )
+                yield
+            finally:
+                await bridge.close()
 
     docs = settings.api_docs
     app = FastAPI(
@@ -67,7 +72,7 @@ def create_app(
         app.add_middleware(
             CORSMiddleware,
             allow_origins=settings.cors_origins,
-            allow_methods=["GET", "POST", "OPTIONS"],
+            allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
             allow_headers=["*"],
             expose_headers=["x-vercel-ai-ui-message-stream"],
         )

@@ -27,7 +27,15 @@ Outcome = Literal["approved", "denied", "timeout", "cancelled"]
 
 
 class ChatLease(Protocol):
-    """The right to run one chat, held until released (released once, whoever calls)."""
+    """The right to run one chat, held until released (released once, whoever calls).
+
+    A shared store's lease lapses when its holder stops renewing it (a crashed process). A
+    live holder whose lease lapsed anyway (a stalled process, a lost store) finds ``lost``
+    set: another may hold the chat now, so it must stop its run.
+    """
+
+    token: str  # this holding, unique: whoever checks the chat's holder compares it
+    lost: asyncio.Event
 
     async def release(self) -> None: ...
 
@@ -108,12 +116,14 @@ class ResponseLog(Protocol):
 
 
 class ChunkLogs(Protocol):
-    async def open(self, chat: ChatKey) -> ResponseLog:
-        """Start the log of the chat's new active response (replacing an ended one)."""
+    async def open(self, chat: ChatKey, holder: ChatLease) -> ResponseLog:
+        """Start the log of the chat's new active response (replacing an ended one), written
+        under ``holder``: if that lease lapses before the log ends, its producer is gone."""
 
     async def follow(self, chat: ChatKey) -> AsyncIterator[bytes] | None:
         """The chat's active response from its first event, then live until it ends; None
-        when the chat has no active response."""
+        when the chat has no active response. If the producer dies first, the follower gets
+        an ``error`` event and ``[DONE]`` once its lease has lapsed."""
 
 
 @dataclass(frozen=True)

@@ -283,7 +283,7 @@ class LiveConnection:
         )
 
     async def _open_log(self) -> ResponseLog:
-        return await self._bridge.coordination.chunk_logs.open(self._chat)
+        return await self._bridge.coordination.chunk_logs.open(self._chat, self._lease)
 
     async def _on_audio(self, frame: AudioChunkFrame) -> None:
         try:

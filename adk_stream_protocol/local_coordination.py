@@ -13,7 +13,13 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from adk_stream_protocol.coordination import ChatKey, Coordination, Outcome, WaitingCall
+from adk_stream_protocol.coordination import (
+    ChatKey,
+    ChatLease,
+    Coordination,
+    Outcome,
+    WaitingCall,
+)
 from adk_stream_protocol.tool_calls import BROWSER_TIMEOUT_RESULT
 
 logger = logging.getLogger(__name__)
@@ -24,6 +30,8 @@ class _LocalLease:
         self._leases = leases
         self._chat = chat
         self._released = False
+        self.token = uuid.uuid4().hex
+        self.lost = asyncio.Event()  # never set: a lock of this process cannot lapse
 
     async def release(self) -> None:
         if not self._released:
@@ -248,7 +256,7 @@ class LocalChunkLogs:
     def __init__(self) -> None:
         self._active: dict[ChatKey, _LocalResponseLog] = {}
 
-    async def open(self, chat: ChatKey) -> _LocalResponseLog:
+    async def open(self, chat: ChatKey, holder: ChatLease) -> _LocalResponseLog:
         log = _LocalResponseLog(self, chat)
         self._active[chat] = log
         return log

@@ -139,7 +139,7 @@ class RequestTurn:
             denied_tool_call_ids=plan.denied_tool_call_ids,
         )
         try:
-            log = await self._bridge.coordination.chunk_logs.open(self._chat)
+            log = await self._bridge.coordination.chunk_logs.open(self._chat, self._lease)
             response = Response(
                 converter, self._sink, log, deferral=Deferral() if plan.defer else None
             )

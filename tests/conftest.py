@@ -17,6 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from tests.services import (  # noqa: F401 - fixtures of the tests that need PostgreSQL or Redis
+    postgres_url,
+    redis_prefix,
+    redis_run_prefix,
+    redis_url,
+)
+
 # Imported where used: under pytest-xdist the controller loads this file too, and runs no test.
 if TYPE_CHECKING:
     from tests.support import InProcessApp, LiveServer, ServerPool, Target

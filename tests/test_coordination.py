@@ -27,6 +27,19 @@ LONG = 5.0  # seconds: never reached by a passing test
 GONE = {"error": "the user left"}
 
 
+class _Holder:
+    """The lease a log is written under; in process it only needs to exist."""
+
+    token = "holder"
+    lost = asyncio.Event()
+
+    async def release(self) -> None:
+        return None
+
+
+HOLDER = _Holder()
+
+
 # -- chat leases ---------------------------------------------------------------------------------
 
 
@@ -323,7 +336,7 @@ class Reader:
 async def test_follow_without_an_active_response_is_none() -> None:
     logs = LocalChunkLogs()
     assert await logs.follow(CHAT) is None
-    log = await logs.open(OTHER)
+    log = await logs.open(OTHER, HOLDER)
     assert await logs.follow(CHAT) is None
     await log.close()
 
@@ -331,7 +344,7 @@ async def test_follow_without_an_active_response_is_none() -> None:
 @pytest.mark.asyncio
 async def test_follow_replays_from_the_start_then_follows_live() -> None:
     logs = LocalChunkLogs()
-    log = await logs.open(CHAT)
+    log = await logs.open(CHAT, HOLDER)
     await log.append([b"start", b"text-1"])
     events = await logs.follow(CHAT)
     assert events is not None
@@ -350,7 +363,7 @@ async def test_follow_replays_from_the_start_then_follows_live() -> None:
 @pytest.mark.asyncio
 async def test_follower_attached_before_close_reads_to_the_end() -> None:
     logs = LocalChunkLogs()
-    log = await logs.open(CHAT)
+    log = await logs.open(CHAT, HOLDER)
     await log.append([b"a"])
     events = await logs.follow(CHAT)
     assert events is not None
@@ -364,7 +377,7 @@ async def test_follower_attached_before_close_reads_to_the_end() -> None:
 @pytest.mark.asyncio
 async def test_two_followers_both_get_everything() -> None:
     logs = LocalChunkLogs()
-    log = await logs.open(CHAT)
+    log = await logs.open(CHAT, HOLDER)
     await log.append([b"a"])
     first_events = await logs.follow(CHAT)
     second_events = await logs.follow(CHAT)
@@ -384,10 +397,10 @@ async def test_two_followers_both_get_everything() -> None:
 @pytest.mark.asyncio
 async def test_a_new_log_replaces_an_ended_one() -> None:
     logs = LocalChunkLogs()
-    old = await logs.open(CHAT)
+    old = await logs.open(CHAT, HOLDER)
     await old.append([b"old"])
     await old.close()
-    new = await logs.open(CHAT)
+    new = await logs.open(CHAT, HOLDER)
     await new.append([b"new"])
     assert logs.active() == 1
     events = await logs.follow(CHAT)
@@ -400,8 +413,8 @@ async def test_a_new_log_replaces_an_ended_one() -> None:
 @pytest.mark.asyncio
 async def test_closing_a_replaced_log_keeps_the_new_one() -> None:
     logs = LocalChunkLogs()
-    old = await logs.open(CHAT)
-    new = await logs.open(CHAT)
+    old = await logs.open(CHAT, HOLDER)
+    new = await logs.open(CHAT, HOLDER)
     await new.append([b"new"])
     await old.close()
     assert logs.active() == 1

@@ -1,0 +1,65 @@
+"""The shared stores a server uses, chosen by its settings (docs/deployment.md).
+
+- Sessions: SQLite (the embedded default), memory, or PostgreSQL (``sessions.py``).
+- Coordination: in this process (the default), or Redis (``redis_coordination.py``).
+
+A store whose client library is missing stops the server at start-up with the extra to
+install, rather than failing on the first request.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from adk_stream_protocol.coordination import Coordination
+from adk_stream_protocol.local_coordination import local_coordination
+from adk_stream_protocol.settings import Settings
+
+
+class MissingExtraError(RuntimeError):
+    """A setting names a store whose client is not installed."""
+
+    def __init__(self, setting: str, extra: str, modules: list[str]) -> None:
+        super().__init__(
+            f"{setting} needs {', '.join(modules)}: "
+            f"pip install 'adk-stream-protocol[{extra}]'"
+        )
+        self.extra = extra
+
+
+def _missing(*modules: str) -> list[str]:
+    return [name for name in modules if importlib.util.find_spec(name) is None]
+
+
+def uses_postgres(settings: Settings) -> bool:
+    return settings.session_store.startswith(("postgresql", "postgres://"))
+
+
+def check_extras(settings: Settings) -> None:
+    """Raise ``MissingExtraError`` when a configured store's client is not installed."""
+    if uses_postgres(settings) and (missing := _missing("sqlalchemy", "asyncpg", "greenlet")):
+        raise MissingExtraError("ADK_STREAM_SESSION_STORE", "postgres", missing)
+    if settings.redis_url is not None and (missing := _missing("redis")):
+        raise MissingExtraError("ADK_STREAM_REDIS_URL", "redis", missing)
+
+
+@asynccontextmanager
+async def open_coordination(settings: Settings) -> AsyncIterator[Coordination]:
+    """The coordination the settings ask for, open for the application's life."""
+    if settings.redis_url is None:
+        yield local_coordination()
+        return
+    from adk_stream_protocol.redis_coordination import connect_redis_coordination
+
+    redis_coordination = await connect_redis_coordination(
+        settings.redis_url,
+        prefix=f"{settings.redis_key_prefix}:{settings.app_name}",
+        lease_ttl_seconds=settings.lease_ttl_seconds,
+        log_ttl_seconds=settings.chunk_log_ttl_seconds,
+    )
+    try:
+        yield redis_coordination.coordination
+    finally:
+        await redis_coordination.close()
