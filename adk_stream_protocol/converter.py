@@ -28,6 +28,7 @@ from google.genai import types
 from pydantic import JsonValue
 
 from adk_stream_protocol.chunks import (
+    AbortChunk,
     BaseChunk,
     DataChunk,
     ErrorChunk,
@@ -50,7 +51,12 @@ from adk_stream_protocol.chunks import (
     ToolOutputDeniedChunk,
     ToolOutputErrorChunk,
 )
-from adk_stream_protocol.errors import describe_error, log_error, new_error_reference
+from adk_stream_protocol.errors import (
+    ABORTED_CODE,
+    describe_error,
+    log_error,
+    new_error_reference,
+)
 from adk_stream_protocol.event_values import (
     is_audio,
     json_safe,
@@ -147,11 +153,11 @@ class StreamProtocolConverter:
         if not event.partial:
             self._record_final(event)
         if event.error_code:
-            out.extend(
-                self._error(
-                    str(getattr(event.error_code, "name", event.error_code)), event.error_message
-                )
-            )
+            code = str(getattr(event.error_code, "name", event.error_code))
+            if code == ABORTED_CODE:
+                out.extend(self._aborted())
+            else:
+                out.extend(self._error(code, event.error_message))
         return out
 
     def replay(self, responses: Sequence[Sequence[Event]]) -> list[BaseChunk]:
@@ -407,6 +413,15 @@ class StreamProtocolConverter:
             self._after_tool_results = True
 
     # -- errors, finish reason, usage -------------------------------------------------------------
+
+    def _aborted(self) -> list[BaseChunk]:
+        """The run was stopped (a stop request, or the client left): an ``abort``, not an
+        error, so a client still reading (a resumed stream) ends quietly."""
+        logger.info("run aborted code=%s", ABORTED_CODE)
+        self._finish_reason = "other"
+        out = self._close_blocks()
+        out.append(AbortChunk())
+        return out
 
     def _error(self, code: str, message: str | None) -> list[BaseChunk]:
         if self._errored:

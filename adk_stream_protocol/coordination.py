@@ -17,7 +17,7 @@ event, never a poll.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -120,7 +120,7 @@ class ChunkLogs(Protocol):
         """Start the log of the chat's new active response (replacing an ended one), written
         under ``holder``: if that lease lapses before the log ends, its producer is gone."""
 
-    async def follow(self, chat: ChatKey) -> AsyncIterator[bytes] | None:
+    async def follow(self, chat: ChatKey) -> AsyncGenerator[bytes, None] | None:
         """The chat's active response from its first event, then live until it ends; None
         when the chat has no active response. If the producer dies first, the follower gets
         an ``error`` event and ``[DONE]`` once its lease has lapsed."""

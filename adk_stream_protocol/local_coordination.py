@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -237,7 +237,7 @@ class _LocalResponseLog:
         self._changed.set()
         self._logs._ended(self._chat, self)
 
-    async def follow(self) -> AsyncIterator[bytes]:
+    async def follow(self) -> AsyncGenerator[bytes, None]:
         sent = 0
         while True:
             while sent < len(self.events):
@@ -261,7 +261,7 @@ class LocalChunkLogs:
         self._active[chat] = log
         return log
 
-    async def follow(self, chat: ChatKey) -> AsyncIterator[bytes] | None:
+    async def follow(self, chat: ChatKey) -> AsyncGenerator[bytes, None] | None:
         log = self._active.get(chat)
         return log.follow() if log is not None else None
 

@@ -6,7 +6,9 @@ deliver (``response.Response``). The transport only supplies the request and a `
 The run is its own task. When the client goes away (``stop()``, a closed tab) the transport
 calls ``client_left``: that sets ADK's abort signal, and the run ends on its own, sealing the
 invocation in the session, instead of being cancelled in the middle of a write. A stop sent
-through ``StopSignals`` (from anywhere) does the same.
+through ``StopSignals`` (``DELETE /stream/{chatId}/stream``, from any instance) and a lease
+that lapsed under the run do the same. With resumable streams a client that leaves does not
+stop the run: the response goes on into the chat's chunk log, to be resumed.
 """
 
 from __future__ import annotations
@@ -128,7 +130,15 @@ class RequestTurn:
         self._bridge.spawn(self._run(), name=f"stream:{self._chat[1]}")
 
     def client_left(self) -> None:
+        if self._bridge.settings.resumable_streams:
+            logger.info("client left user=%s chat=%s: the response goes on", *self._chat)
+            return
         logger.info("client left user=%s chat=%s: aborting the run", *self._chat)
+        self._stop.stopped.set()
+
+    async def _abort_when_lease_lost(self) -> None:
+        await self._lease.lost.wait()
+        logger.warning("chat lease lapsed under its run user=%s chat=%s: aborting", *self._chat)
         self._stop.stopped.set()
 
     async def _run(self) -> None:
@@ -138,6 +148,7 @@ class RequestTurn:
             error_detail=self._bridge.settings.error_detail,
             denied_tool_call_ids=plan.denied_tool_call_ids,
         )
+        lease_watch = self._bridge.spawn(self._abort_when_lease_lost(), name="lease-watch")
         try:
             log = await self._bridge.coordination.chunk_logs.open(self._chat, self._lease)
             response = Response(
@@ -158,6 +169,7 @@ class RequestTurn:
             else:
                 await response.finish()
         finally:
+            lease_watch.cancel()
             await self._sink.close()  # a no-op once the response ended
             await self._stop.close()
             await self._lease.release()

@@ -8,6 +8,7 @@ the connection can resume the response from its start.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -54,6 +55,7 @@ class Response:
         self._log = log
         self._deferral = deferral
         self.ended = False
+        self.done = asyncio.Event()  # set once its [DONE] is out (or it failed to go out)
 
     @property
     def deferring(self) -> bool:
@@ -107,8 +109,11 @@ class Response:
                 await self._deliver(now)
             await self._send([DONE_EVENT])
         finally:
-            await self._log.close()
-            await self._sink.close()
+            try:
+                await self._log.close()
+                await self._sink.close()
+            finally:
+                self.done.set()
         return held
 
     async def _deliver(self, chunks: Sequence[BaseChunk]) -> None:

@@ -2,14 +2,20 @@
 Server-Sent Events response.
 
 The turn runs in its own task and hands framed events to the response body through a queue
-(``QueueSink``); when the client goes away, the body tells the turn, which aborts its run.
+(``QueueSink``); when the client goes away, the body tells the turn, which aborts its run
+(unless streams are resumable).
+
+The AI SDK's resume convention lives here too: ``GET /stream/{chatId}/stream`` replays the
+chat's active response from the chunk log and follows it to its end (204 when there is
+none), and ``DELETE`` on the same path stops it, on whichever instance runs it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Sequence
+import re
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
@@ -17,13 +23,14 @@ from fastapi.responses import JSONResponse, Response
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from adk_stream_protocol.bridge import bridge_of
+from adk_stream_protocol.coordination import ChatKey
 from adk_stream_protocol.errors import RequestError
 from adk_stream_protocol.identity import current_user
 from adk_stream_protocol.limits import RequestLimits, run_bounded
 from adk_stream_protocol.request_turns import RequestTurn, begin_request_turn
 from adk_stream_protocol.settings import Settings
 from adk_stream_protocol.sse import KEEP_ALIVE_COMMENT, SSE_HEADERS
-from adk_stream_protocol.ui_messages import ChatRequest, parse_chat_body
+from adk_stream_protocol.ui_messages import CHAT_ID_PATTERN, ChatRequest, parse_chat_body
 
 logger = logging.getLogger(__name__)
 
@@ -95,13 +102,85 @@ async def stream(request: Request, user_id: Annotated[str, Depends(current_user)
             raise
         logger.info("stream request refused status=%s reason=%s", exc.status, exc.message)
         return JSONResponse({"detail": exc.message}, status_code=exc.status)
+    return _event_stream(sink.body(turn), bridge.settings)
+
+
+def _event_stream(body: AsyncIterator[bytes], settings: Settings) -> EventSourceResponse:
+    """Framed events as an SSE response, with keep-alive comments while they pause."""
     return EventSourceResponse(
-        sink.body(turn),
+        body,
         headers=dict(SSE_HEADERS),
         sep="\n",
-        ping=bridge.settings.keep_alive_seconds,
+        ping=settings.keep_alive_seconds,
         ping_message_factory=lambda: ServerSentEvent(comment=KEEP_ALIVE_COMMENT, sep="\n"),
     )
+
+
+def _chat_key(user_id: str, chat_id: str) -> ChatKey:
+    if not re.fullmatch(CHAT_ID_PATTERN, chat_id):
+        raise RequestError(422, "not a chat id: letters, digits and _.:- (at most 128)")
+    return (user_id, chat_id)
+
+
+def _refused(exc: RequestError) -> JSONResponse:
+    return JSONResponse({"detail": exc.message}, status_code=exc.status)
+
+
+@router.get("/stream/{chat_id}/stream", response_model=None)
+async def resume_stream(
+    chat_id: str, request: Request, user_id: Annotated[str, Depends(current_user)]
+) -> Response:
+    """The chat's active response from its ``start``, then live to ``[DONE]``; 204 when the
+    chat has none (also for a chat of another user, or one never seen)."""
+    bridge = bridge_of(request.app.state)
+    try:
+        chat = _chat_key(user_id, chat_id)
+    except RequestError as exc:
+        return _refused(exc)
+    slots = bridge.response_slots
+    if not slots.try_acquire():
+        return JSONResponse(
+            {"detail": slots.busy_error().message},
+            status_code=503,
+            headers={"retry-after": str(slots.RETRY_AFTER_SECONDS)},
+        )
+    try:
+        events = await bridge.coordination.chunk_logs.follow(chat)
+    except BaseException:
+        slots.release()
+        raise
+    if events is None:
+        slots.release()
+        return Response(status_code=204)
+    logger.info("stream resumed chat=%s", chat_id)
+    return _event_stream(_followed(events, slots.release), bridge.settings)
+
+
+async def _followed(
+    events: AsyncGenerator[bytes, None], release: Callable[[], None]
+) -> AsyncIterator[bytes]:
+    try:
+        async for event in events:
+            yield event
+    finally:
+        release()
+        await events.aclose()
+
+
+@router.delete("/stream/{chat_id}/stream", status_code=204, response_model=None)
+async def stop_stream(
+    chat_id: str, request: Request, user_id: Annotated[str, Depends(current_user)]
+) -> Response:
+    """Stop the chat's active response wherever it runs; 204 whether or not one was running
+    (a chat of another user looks like a chat with nothing to stop)."""
+    bridge = bridge_of(request.app.state)
+    try:
+        chat = _chat_key(user_id, chat_id)
+    except RequestError as exc:
+        return _refused(exc)
+    await bridge.coordination.stops.stop(chat)
+    logger.info("stop requested chat=%s", chat_id)
+    return Response(status_code=204)
 
 
 async def read_chat_request(request: Request, settings: Settings) -> ChatRequest:
@@ -135,8 +214,11 @@ class QueueSink:
     def __init__(self) -> None:
         self._queue: asyncio.Queue[bytes | None] = asyncio.Queue()
         self._closed = False
+        self._reader_gone = False  # nobody reads the queue any more (a resumable response)
 
     async def send(self, events: Sequence[bytes]) -> None:
+        if self._reader_gone:
+            return
         for event in events:
             self._queue.put_nowait(event)
 
@@ -154,4 +236,5 @@ class QueueSink:
             completed = True
         finally:
             if not completed:
+                self._reader_gone = True
                 turn.client_left()

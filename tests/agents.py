@@ -6,14 +6,18 @@ plug in their own agent."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator
 
 from google.adk.agents import LlmAgent
 from google.adk.models import BaseLlm, LlmCapabilities
+from google.adk.models.base_llm_connection import BaseLlmConnection
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.adk.tools import FunctionTool, ToolContext
 from google.genai import types
+
+from adk_stream_protocol.demo.live import LiveOptions, OfflineLiveConnection
 
 
 async def slow_tool(seconds: float) -> dict[str, float]:
@@ -99,4 +103,25 @@ root_agent = LlmAgent(
         FunctionTool(transfer, require_confirmation=needs_approval_above_100),
         delete_file,
     ],
+)
+
+
+class SlowLiveToolLlm(ToolCallingLlm):
+    """The same model, with a live connection (``root_agent`` has none, on purpose)."""
+
+    @contextlib.asynccontextmanager
+    async def connect(self, llm_request: LlmRequest) -> AsyncIterator[BaseLlmConnection]:
+        """On /live: the demo's scripted live model, slowed down so that a test can act
+        while an answer is still streaming (resume it, stop it, drop its socket)."""
+        options = LiveOptions.from_config(llm_request.live_connect_config)
+        connection = OfflineLiveConnection(options, model_version=self.model, pace_seconds=0.2)
+        try:
+            yield connection
+        finally:
+            await connection.close()
+
+
+# The tests' agent on both transports, for what must act while a /live answer still streams.
+slow_live_agent = root_agent.model_copy(
+    update={"name": "slow_live_agent", "model": SlowLiveToolLlm()}
 )
