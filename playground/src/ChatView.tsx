@@ -6,8 +6,11 @@ import { MessageView } from './MessageView';
 import { useStore } from './store';
 
 export function ChatView({ session }: { session: PlaygroundChat }) {
-  const { messages, status, error, sendMessage, stop, regenerate, addToolApprovalResponse } =
-    useChat({ chat: session.chat });
+  const { messages, status, error, sendMessage, regenerate, addToolApprovalResponse } = useChat({
+    chat: session.chat,
+    // A reloaded page picks up an answer still being written (204 when there is none).
+    resume: session.kind === 'stream',
+  });
   const [text, setText] = useState('');
   const [files, setFiles] = useState<FileList | undefined>();
   const fileInput = useRef<HTMLInputElement>(null);
@@ -30,7 +33,7 @@ export function ChatView({ session }: { session: PlaygroundChat }) {
 
   function stopAnswer() {
     session.pcm.flush();
-    void stop();
+    void session.stop();
   }
 
   return (

@@ -47,6 +47,8 @@ export interface PlaygroundChat {
   live: WebSocketChatTransport<PlaygroundMessage> | undefined;
   /** Resolves once the next request has gone out (the /live `message` frame is sent). */
   nextRequestSent(): Promise<void>;
+  /** Stops the answer on the server too (see README: stop() alone only stops reading). */
+  stop(): Promise<void>;
   pcm: PcmPlayer;
   dispose(): void;
 }
@@ -129,6 +131,16 @@ export function createPlaygroundChat(
     nextRequestSent: () =>
       new Promise<void>((resolve, reject) => waiters.push({ resolve, reject })),
     pcm,
+    async stop() {
+      if (kind === 'stream') {
+        // Responses may be resumable: a closed connection no longer stops the run, so the
+        // server is told (on /live, the transport's interrupt frame does it).
+        void fetch(`${endpoint}/${encodeURIComponent(id)}/stream`, { method: 'DELETE' }).catch(
+          () => undefined,
+        );
+      }
+      await chat.stop();
+    },
     dispose() {
       live?.close();
       pcm.close();

@@ -36,6 +36,7 @@ class SlowNetwork:
         self.upstream = upstream
         self.pace = pace
         self.base_url = ""
+        self.stops: list[str] = []  # chat ids the page asked to stop (DELETE)
 
     async def _delay(self) -> None:
         if self.pace > 0:
@@ -45,10 +46,19 @@ class SlowNetwork:
         return Starlette(
             routes=[
                 Route("/stream", self._stream, methods=["POST"]),
+                Route("/stream/{chat_id}/stream", self._stop, methods=["DELETE"]),
                 WebSocketRoute("/live", self._live),
                 Route("/{path:path}", self._static, methods=["GET"]),
             ]
         )
+
+    async def _stop(self, request: Request) -> Response:
+        self.stops.append(request.path_params["chat_id"])
+        async with httpx.AsyncClient(timeout=30) as client:
+            upstream = await client.delete(
+                f"{self.upstream}{request.url.path}", headers=_copied(request.headers)
+            )
+        return Response(upstream.content, upstream.status_code, _copied(upstream.headers))
 
     async def _static(self, request: Request) -> Response:
         async with httpx.AsyncClient(timeout=30) as client:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import struct
+import time
 import zlib
 
 import pytest
@@ -100,6 +101,13 @@ def test_stop_in_the_middle_of_an_answer(
 
         playground.expect_ready()
         expect(playground.by_id("stop-button")).to_be_hidden()
+        # On /stream the page also tells the server (DELETE), since a dropped connection
+        # alone does not stop a resumable response; /live sends its interrupt frame.
+        if transport == "stream":
+            deadline = time.monotonic() + 10
+            while not network.stops and time.monotonic() < deadline:
+                playground.page.wait_for_timeout(50)
+        assert len(network.stops) == (1 if transport == "stream" else 0), network.stops
         cut = playground.answer_text()
         assert cut.startswith("You said:")
         assert LONG_ANSWER.startswith(cut), cut
