@@ -40,6 +40,7 @@
 //     {action:"toolOutput", toolName?, toolCallId?, output? | errorText?}
 //     {action:"stop", afterChunks}   arms a stop for the NEXT response
 //     {action:"wait", ms}            the user takes their time
+//     {action:"resume"}              chat.resumeStream(), as useChat({resume:true}) on mount
 //     {action:"interrupt", afterChunks?}   the same (default 1 chunk). Over
 //      "ws" the frames after the cut are held back until the chat has
 //      stopped, then handed to the transport, which sends an `interrupt`
@@ -77,6 +78,7 @@ const CLIENT_PACKAGES = { latest: 'ai', '6.0.326': 'ai', '6.0.25': 'ai-6.0.25' }
 const AUTO_SEND_MODES = new Set(['none', 'approvals', 'tool-calls', 'both', 'seed']);
 const ACTIONS = new Set([
   'send', 'regenerate', 'approve', 'toolOutput', 'stop', 'interrupt', 'audio', 'wait',
+  'resume',
 ]);
 const TRANSPORTS = new Set(['http', 'ws']);
 // Where the checker finds the shipped WebSocket transport (built by `npm ci`
@@ -799,6 +801,10 @@ async function runStep(ctx, step) {
         toolOutputArgs(ai.getToolName(part), part.toolCallId, step),
       );
     }
+    case 'resume':
+      // What `useChat({ resume: true })` does on mount: GET {api}/{chatId}/stream, then
+      // the replayed response rebuilt from its start (204: nothing to resume).
+      return chat.resumeStream();
     case 'wait':
       // The user takes their time (e.g. longer than the server's approval timeout).
       await sleep(step.ms ?? 1000);

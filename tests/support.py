@@ -28,7 +28,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -212,6 +212,7 @@ class LiveServer:
     db_path: Path
     http: httpx.Client
     log_path: Path | None = None  # a subprocess's output; None for a server in a thread
+    process: subprocess.Popen[bytes] | None = None  # ``run_server``'s uvicorn
 
     def log(self) -> str:
         """What the server process wrote (``run_server`` only; in-process, use ``caplog``)."""
@@ -277,9 +278,13 @@ def env_settings(env: Mapping[str, str]) -> dict[str, Any]:
 
 @contextmanager
 def run_server(
-    workdir: Path, env: Mapping[str, str] | None = None, app: str = "server:app"
+    workdir: Path,
+    env: Mapping[str, str] | None = None,
+    app: str = "server:app",
+    uvicorn_args: Sequence[str] = (),
 ) -> Iterator[LiveServer]:
-    """Start ``uvicorn <app>`` in a subprocess on a free loopback port.
+    """Start ``uvicorn <app>`` in a subprocess on a free loopback port (``uvicorn_args`` such
+    as ``--workers 2`` go on its command line).
 
     The listening socket is made here and handed to uvicorn (``--fd``), so no other process
     can take the port between choosing and binding it.
@@ -308,6 +313,7 @@ def run_server(
                 str(sock.fileno()),
                 "--log-level",
                 "info",
+                *uvicorn_args,
             ],
             cwd=ROOT,
             env=full_env,
@@ -318,7 +324,7 @@ def run_server(
     sock.close()
     base_url = f"http://127.0.0.1:{port}"
     with httpx.Client(base_url=base_url, timeout=HTTP_TIMEOUT) as http:
-        server = LiveServer(base_url, workdir / "sessions.db", http, log_path)
+        server = LiveServer(base_url, workdir / "sessions.db", http, log_path, process)
         try:
             _wait_until_healthy(server, lambda: process.poll() is not None)
             yield server

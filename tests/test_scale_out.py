@@ -1,0 +1,408 @@
+"""Several processes as one server: two real uvicorn instances (and one ``--workers 2``) on one
+PostgreSQL database and one Redis, as a team behind a load balancer runs it.
+
+Races go to both instances at once; resumes and stops go to the instance that does not run
+the response; the producer of a response is SIGKILLed. Needs PostgreSQL and Redis
+(tests/services.py: skipped with the reason when absent, failed in CI).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from google.adk.events import Event
+
+from tests.real_client import CLIENTS, assistant_messages, checked, run_real_client, tool_parts
+from tests.support import (
+    LiveServer,
+    SocketClosed,
+    answer_approvals,
+    assistant_message,
+    chat_body,
+    post_stream,
+    run_server,
+    sse_payloads,
+    stream_result,
+    user_message,
+)
+
+LEASE_TTL_SECONDS = 2.0
+TIMEOUT = 30.0
+APP_NAME = "adk_stream_protocol"
+USER = "local-user"
+
+
+def cluster_env(postgres_url: str, redis_url: str, prefix: str) -> dict[str, str]:
+    """What every instance of one deployment shares."""
+    return {
+        "ADK_STREAM_SESSION_STORE": postgres_url,
+        "ADK_STREAM_REDIS_URL": redis_url,
+        "ADK_STREAM_REDIS_KEY_PREFIX": prefix,
+        "ADK_STREAM_RESUMABLE_STREAMS": "true",
+        "ADK_STREAM_LEASE_TTL_SECONDS": str(LEASE_TTL_SECONDS),
+        # The tests' agent: a slow tool, an approval above 100, a slow live model.
+        "ADK_STREAM_AGENT": "tests.agents:slow_live_agent",
+        "ADK_STREAM_KEEP_ALIVE_SECONDS": "0.5",
+    }
+
+
+@pytest.fixture(scope="module")
+def env(postgres_url: str, redis_url: str, redis_run_prefix: str) -> dict[str, str]:
+    return cluster_env(postgres_url, redis_url, f"{redis_run_prefix}.scale-out")
+
+
+@pytest.fixture(scope="module")
+def pair(
+    env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[LiveServer, LiveServer]]:
+    """Instances A and B."""
+    with (
+        run_server(tmp_path_factory.mktemp("instance-a"), env) as a,
+        run_server(tmp_path_factory.mktemp("instance-b"), env) as b,
+    ):
+        yield a, b
+
+
+def new_chat(name: str) -> str:
+    return f"{name}-{uuid.uuid4().hex[:8]}"
+
+
+def at_once(*calls: Callable[[], Any]) -> list[Any]:
+    """Run the calls in threads released together; their results in order."""
+    barrier = threading.Barrier(len(calls))
+
+    def run(call: Callable[[], Any]) -> Any:
+        barrier.wait()
+        return call()
+
+    with ThreadPoolExecutor(len(calls)) as pool:
+        return list(pool.map(run, calls))
+
+
+def stored_events(postgres_url: str, chat_id: str) -> list[Event]:
+    """The chat's events as the shared database holds them."""
+    from google.adk.sessions.database_session_service import DatabaseSessionService
+
+    async def read() -> list[Event]:
+        service = DatabaseSessionService(postgres_url)
+        try:
+            session = await service.get_session(app_name=APP_NAME, user_id=USER, session_id=chat_id)
+            assert session is not None, f"no session for {chat_id}"
+            return list(session.events)
+        finally:
+            await service.db_engine.dispose()
+
+    return asyncio.run(read())
+
+
+def tool_runs(events: list[Event], tool_name: str) -> int:
+    return sum(
+        1 for event in events for fr in event.get_function_responses() if fr.name == tool_name
+    )
+
+
+class Reading:
+    """A streamed response read line by line: its first event, then the rest."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.response = response
+        self._lines = response.iter_lines()
+
+    def first_event(self) -> dict[str, Any]:
+        for line in self._lines:
+            if line.startswith("data: "):
+                event: dict[str, Any] = json.loads(line.removeprefix("data: "))
+                return event
+        raise AssertionError("the stream ended before its first event")
+
+    def rest(self) -> list[str]:
+        return sse_payloads("\n".join(self._lines) + "\n")
+
+
+def chunks_of(payloads: list[str]) -> list[dict[str, Any]]:
+    return [json.loads(p) for p in payloads if p != "[DONE]"]
+
+
+# -- exactly once ---------------------------------------------------------------------------------
+
+
+def test_an_approval_sent_to_both_instances_runs_its_tool_once(
+    pair: tuple[LiveServer, LiveServer], postgres_url: str
+) -> None:
+    a, b = pair
+    for _ in range(4):
+        chat = new_chat("approval-race")
+        ask = user_message("transfer 150", "u1")
+        paused = post_stream(a, chat_body(chat, ask))
+        assert paused.of_type("tool-approval-request"), paused.types()
+        body = chat_body(chat, ask, answer_approvals(assistant_message(paused), True))
+        results = at_once(*(lambda t=t, body=body: post_stream(t, body) for t in (a, b)))
+        assert sorted(r.status for r in results) == [200, 409], [r.body for r in results]
+        (winner,) = (r for r in results if r.status == 200)
+        assert winner.of_type("tool-output-available")[0]["output"] == {"transferred": 150.0}
+        assert tool_runs(stored_events(postgres_url, chat), "transfer") == 1
+
+
+def test_first_messages_on_one_chat_at_once_never_fail(
+    pair: tuple[LiveServer, LiveServer], postgres_url: str
+) -> None:
+    a, b = pair
+    for _ in range(4):
+        chat = new_chat("first-race")
+        first = chat_body(chat, user_message("hi", "u1"))
+        other = chat_body(chat, user_message("hello", "u2"))
+        results = at_once(
+            *(lambda t=t, body=body: post_stream(t, body) for t, body in ((a, first), (b, other)))
+        )
+        statuses = [r.status for r in results]
+        # Both are answered one after the other, or the later one is told the chat moved on.
+        assert 200 in statuses and set(statuses) <= {200, 409}, [r.body for r in results]
+        for result in results:
+            if result.status == 200:
+                assert result.payloads[-1] == "[DONE]" and not result.of_type("error")
+        assert stored_events(postgres_url, chat), "one session, stored"
+
+
+def test_requests_on_one_chat_never_run_at_once_across_instances(
+    pair: tuple[LiveServer, LiveServer],
+) -> None:
+    a, b = pair
+    chat = new_chat("overlap")
+    first = user_message("slow 1", "u1")
+    with httpx.stream(
+        "POST", f"{a.base_url}/stream", json=chat_body(chat, first), timeout=TIMEOUT
+    ) as running:
+        reading = Reading(running)
+        assert reading.first_event()["type"] == "start"
+        started = time.monotonic()
+        # B waits for A's run to end, then answers; A's response is not disturbed.
+        second = post_stream(b, chat_body(chat, first, user_message("hi", "u2")))
+        waited = time.monotonic() - started
+        rest = chunks_of(reading.rest())
+    assert second.status in (200, 409), second.body
+    assert not [c for c in rest if c["type"] == "error"], rest
+    assert rest[-1]["type"] == "finish"
+    assert waited > 0.5, "B ran while A still held the chat"
+
+
+# -- resumable streams ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_the_real_client_resumes_on_the_other_instance(
+    pair: tuple[LiveServer, LiveServer], client: str
+) -> None:
+    a, b = pair
+    chat = new_chat("resume")
+    body = chat_body(chat, user_message("slow 2", "u1"))
+    with httpx.stream("POST", f"{a.base_url}/stream", json=body, timeout=TIMEOUT) as original:
+        start = Reading(original).first_event()
+    # A's client is gone; the page reloads against B: useChat({ resume: true }).
+    job = {
+        "api": f"{b.base_url}/stream",
+        "transport": "http",
+        "client": client,
+        "chatId": chat,
+        "steps": [{"action": "resume"}],
+    }
+    report = checked(job, run_real_client(job))
+    assert report["status"] == "ready", report
+    (message,) = assistant_messages(report)
+    assert message["id"] == start["messageId"]
+    (tool,) = tool_parts(message)
+    assert tool["state"] == "output-available" and tool["output"] == {"waited": 2.0}
+    assert b.http.get(f"/stream/{chat}/stream").status_code == 204, "ended: nothing to resume"
+
+
+def test_resume_from_the_other_instance_replays_then_follows(
+    pair: tuple[LiveServer, LiveServer],
+) -> None:
+    a, b = pair
+    chat = new_chat("follow")
+    body = chat_body(chat, user_message("slow 1", "u1"))
+    with httpx.stream("POST", f"{a.base_url}/stream", json=body, timeout=TIMEOUT) as original:
+        reading = Reading(original)
+        start = reading.first_event()
+        resumed = b.http.get(f"/stream/{chat}/stream")
+        rest = reading.rest()
+    assert resumed.status_code == 200
+    assert resumed.headers["x-vercel-ai-ui-message-stream"] == "v1"
+    result = stream_result(resumed)
+    assert result.chunks[0] == start
+    assert result.payloads[1:] == rest, "the same events, in the same order"
+
+
+def test_a_stop_on_one_instance_stops_the_response_on_the_other(
+    pair: tuple[LiveServer, LiveServer],
+) -> None:
+    a, b = pair
+    chat = new_chat("stop")
+    body = chat_body(chat, user_message("slow 30", "u1"))
+    with httpx.stream("POST", f"{a.base_url}/stream", json=body, timeout=TIMEOUT) as original:
+        reading = Reading(original)
+        reading.first_event()
+        started = time.monotonic()
+        assert b.http.delete(f"/stream/{chat}/stream").status_code == 204
+        rest = reading.rest()
+    assert time.monotonic() - started < 10, "the 30 s tool was stopped, not waited for"
+    types = [c["type"] for c in chunks_of(rest)]
+    assert "abort" in types and "error" not in types, types
+    assert rest[-1] == "[DONE]"
+    again = post_stream(b, chat_body(chat, user_message("slow 30", "u1"), user_message("hi", "u2")))
+    assert again.status == 200 and not again.of_type("error")
+
+
+# -- /live ----------------------------------------------------------------------------------------
+
+
+def test_a_chat_live_on_one_instance_is_refused_on_the_other(
+    pair: tuple[LiveServer, LiveServer],
+) -> None:
+    a, b = pair
+    chat = new_chat("live-owner")
+    first = a.connect(f"/live?chatId={chat}")
+    try:
+        first.send(json.dumps({"type": "ping", "timestamp": 1}))
+        assert json.loads(first.recv(TIMEOUT))["type"] == "pong"
+        second = b.connect(f"/live?chatId={chat}")
+        with pytest.raises(SocketClosed) as closed:
+            second.recv(TIMEOUT)
+        assert closed.value.code == 4409
+    finally:
+        first.close()
+
+
+def _frames_until_done(socket: Any) -> list[dict[str, Any]]:
+    chunks = []
+    while (frame := socket.recv(TIMEOUT)) != "data: [DONE]\n\n":
+        chunks.append(json.loads(frame.removeprefix("data: ")))
+    return chunks
+
+
+def test_a_live_response_resumes_on_a_socket_of_the_other_instance(
+    pair: tuple[LiveServer, LiveServer],
+) -> None:
+    a, b = pair
+    chat = new_chat("live-resume")
+    first = a.connect(f"/live?chatId={chat}")
+    try:
+        first.send(json.dumps({"type": "message", **chat_body(chat, user_message("hello", "u1"))}))
+        start = json.loads(first.recv(TIMEOUT).removeprefix("data: "))
+    finally:
+        first.close()  # the socket leaves mid-answer
+    second = b.connect(f"/live?chatId={chat}&resume=true")
+    try:
+        chunks = _frames_until_done(second)
+        assert chunks[0] == start
+        assert chunks[-1]["type"] == "finish" and chunks[-1]["finishReason"] == "stop"
+        second.send(json.dumps({"type": "message", **chat_body(chat, user_message("hi", "u2"))}))
+        after = _frames_until_done(second)
+        assert after[0]["type"] == "start" and after[-1]["type"] == "finish"
+    finally:
+        second.close()
+
+
+def test_a_stop_reaches_a_live_socket_on_the_other_instance(
+    pair: tuple[LiveServer, LiveServer],
+) -> None:
+    a, b = pair
+    chat = new_chat("live-stop")
+    socket = a.connect(f"/live?chatId={chat}")
+    try:
+        socket.send(json.dumps({"type": "message", **chat_body(chat, user_message("hello", "u1"))}))
+        assert json.loads(socket.recv(TIMEOUT).removeprefix("data: "))["type"] == "start"
+        assert b.http.delete(f"/stream/{chat}/stream").status_code == 204
+        chunks = _frames_until_done(socket)
+    finally:
+        socket.close()
+    assert chunks[-1]["type"] == "finish" and chunks[-1]["finishReason"] == "other"
+
+
+# -- a producer that dies -------------------------------------------------------------------------
+
+
+def test_resumers_of_a_killed_producer_get_an_error_and_the_chat_answers_again(
+    pair: tuple[LiveServer, LiveServer],
+    env: dict[str, str],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    _, b = pair
+    chat = new_chat("killed")
+    with run_server(tmp_path_factory.mktemp("producer"), env) as producer:
+        body = chat_body(chat, user_message("slow 60", "u1"))
+        with httpx.stream(
+            "POST", f"{producer.base_url}/stream", json=body, timeout=TIMEOUT
+        ) as original:
+            Reading(original).first_event()
+            with httpx.stream("GET", f"{b.base_url}/stream/{chat}/stream", timeout=TIMEOUT) as (
+                resumed
+            ):
+                assert resumed.status_code == 200
+                lines = resumed.iter_lines()
+                assert next(line for line in lines if line.startswith("data: "))
+                assert producer.process is not None
+                os.kill(producer.process.pid, signal.SIGKILL)
+                killed = time.monotonic()
+                rest = sse_payloads("\n".join(lines) + "\n")
+                noticed = time.monotonic() - killed
+    chunks = chunks_of(rest)
+    assert chunks and chunks[-1]["type"] == "error", chunks
+    assert rest[-1] == "[DONE]"
+    assert noticed < LEASE_TTL_SECONDS + 3, f"noticed after {noticed:.1f} s"
+    # The chat is free again once the dead producer's lease has lapsed.
+    again = post_stream(b, chat_body(chat, user_message("slow 60", "u1"), user_message("hi", "u2")))
+    assert again.status == 200 and again.payloads[-1] == "[DONE]"
+
+
+# -- uvicorn --workers 2 --------------------------------------------------------------------------
+
+
+def test_two_workers_on_a_fresh_database_start_and_answer(
+    fresh_postgres_url: Callable[[], str],
+    redis_url: str,
+    redis_run_prefix: str,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    postgres_url = fresh_postgres_url()  # no tables yet: both workers create them at start-up
+    env = cluster_env(postgres_url, redis_url, f"{redis_run_prefix}.workers")
+    workdir: Path = tmp_path_factory.mktemp("workers")
+    with run_server(workdir, env, uvicorn_args=["--workers", "2"]) as server:
+        chats = [new_chat("workers") for _ in range(6)]
+        results = at_once(
+            *(
+                (lambda chat=chat: post_stream(server, chat_body(chat, user_message("hi", "u1"))))
+                for chat in chats
+            )
+        )
+        assert [r.status for r in results] == [200] * 6, [r.body for r in results]
+        # The same approval to both workers at once (the kernel spreads the connections).
+        for _ in range(3):
+            chat = new_chat("workers-approval")
+            ask = user_message("transfer 150", "u1")
+            paused = post_stream(server, chat_body(chat, ask))
+            body = chat_body(chat, ask, answer_approvals(assistant_message(paused), True))
+            fresh = [httpx.Client(base_url=server.base_url, timeout=TIMEOUT) for _ in range(2)]
+            try:
+                statuses = sorted(
+                    r.status_code
+                    for r in at_once(
+                        *(lambda c=c, body=body: c.post("/stream", json=body) for c in fresh)
+                    )
+                )
+            finally:
+                for client in fresh:
+                    client.close()
+            assert statuses == [200, 409]
+            assert tool_runs(stored_events(postgres_url, chat), "transfer") == 1
