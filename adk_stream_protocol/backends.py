@@ -23,8 +23,7 @@ class MissingExtraError(RuntimeError):
 
     def __init__(self, setting: str, extra: str, modules: list[str]) -> None:
         super().__init__(
-            f"{setting} needs {', '.join(modules)}: "
-            f"pip install 'adk-stream-protocol[{extra}]'"
+            f"{setting} needs {', '.join(modules)}: pip install 'adk-stream-protocol[{extra}]'"
         )
         self.extra = extra
 
