@@ -1,7 +1,8 @@
 """PostgreSQL and Redis for the tests of what uses them (scale-out, docs/deployment.md).
 
-Each test run gets a database of its own (created here, dropped at the end) and Redis keys
-under a prefix of its own (deleted at the end). Where a service cannot be reached, its tests
+Each test run gets a database of its own (created here, dropped at the end; a test that must
+start from an empty one makes more with ``new_postgres_database``) and Redis keys under a
+prefix of its own (deleted at the end). Where a service cannot be reached, its tests
 skip and say why; with ``ADK_STREAM_TEST_REQUIRE_SERVICES=1`` (``.ci/run`` sets it) they fail
 instead, so CI never passes by skipping them.
 
@@ -13,10 +14,11 @@ instead, so CI never passes by skipping them.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 import uuid
-from collections.abc import Iterator
-from typing import NoReturn
+from collections.abc import Callable, Coroutine, Iterator
+from typing import Any, NoReturn
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -46,7 +48,7 @@ def _with_database(url: str, database: str, *, driver: str | None = None) -> str
 
 
 async def _admin(url: str, statement: str) -> None:
-    import asyncpg
+    import asyncpg  # type: ignore[import-untyped]
 
     connection = await asyncpg.connect(_with_database(url, urlsplit(url).path.lstrip("/")))
     try:
@@ -55,21 +57,61 @@ async def _admin(url: str, statement: str) -> None:
         await connection.close()
 
 
-@pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
-    """``postgresql+asyncpg://…`` of a fresh database, dropped after the run."""
+def _run(coroutine: Coroutine[Any, Any, None]) -> None:
+    """Run an administrator's statement from a test, async (in a thread of its own) or not."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(coroutine)
+        return
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, coroutine).result()
+
+
+def _create_database() -> tuple[str, str]:
+    """A new empty database: (the administrator's URL, its name). Skips or fails (see above)
+    when PostgreSQL cannot be reached."""
     admin = os.environ.get(POSTGRES_ENV, DEFAULT_POSTGRES)
     database = f"adk_stream_test_{uuid.uuid4().hex[:12]}"
     try:
-        asyncio.run(asyncio.wait_for(_admin(admin, f'CREATE DATABASE "{database}"'), 10))
+        _run(asyncio.wait_for(_admin(admin, f'CREATE DATABASE "{database}"'), 10))
     except ImportError:
         unavailable("asyncpg is not installed (the `postgres` extra)")
     except (OSError, TimeoutError, Exception) as exc:  # asyncpg's errors are not OSErrors
         unavailable(f"PostgreSQL is not reachable at {urlsplit(admin).netloc}: {exc}")
+    return admin, database
+
+
+def _drop_database(admin: str, database: str) -> None:
+    _run(_admin(admin, f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)'))
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """``postgresql+asyncpg://…`` of a fresh database, dropped after the run."""
+    admin, database = _create_database()
     try:
         yield _with_database(admin, database, driver="asyncpg")
     finally:
-        asyncio.run(_admin(admin, f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)'))
+        _drop_database(admin, database)
+
+
+@pytest.fixture
+def new_postgres_database() -> Iterator[Callable[[], str]]:
+    """A maker of brand-new, empty databases (``postgresql+asyncpg://…``), all dropped after
+    the test: for what must start from nothing, such as creating ADK's tables."""
+    made: list[tuple[str, str]] = []
+
+    def make() -> str:
+        admin, database = _create_database()
+        made.append((admin, database))
+        return _with_database(admin, database, driver="asyncpg")
+
+    try:
+        yield make
+    finally:
+        for admin, database in made:
+            _drop_database(admin, database)
 
 
 @pytest.fixture(scope="session")

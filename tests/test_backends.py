@@ -1,0 +1,101 @@
+"""A store whose client library is missing stops the server at start-up, naming the extra to
+install (``backends.check_extras``); with the default stores nothing optional is needed.
+
+Each case starts the real ``server:app`` under uvicorn in a Python where the clients cannot be
+imported (``sys.modules[name] = None`` makes ``import name`` fail, as if not installed).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.support import ROOT, stop_process
+
+OPTIONAL_CLIENTS = ("asyncpg", "sqlalchemy", "greenlet", "redis")
+
+
+def start_without(
+    modules: tuple[str, ...], env: dict[str, str], log: Path
+) -> subprocess.Popen[bytes]:
+    """``server:app`` under uvicorn on a free port, unable to import ``modules``."""
+    blocked = "".join(f"sys.modules[{name!r}] = None; " for name in modules)
+    code = f"import sys; {blocked}import uvicorn; uvicorn.run('server:app', port=0)"
+    full_env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("ADK_STREAM_")},
+        "ADK_STREAM_MODEL": "offline-demo",
+        "PYTHONPATH": str(ROOT),
+        **env,
+    }
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [sys.executable, "-c", code], cwd=ROOT, env=full_env, stdout=out, stderr=out
+        )
+
+
+def refused_start(modules: tuple[str, ...], env: dict[str, str], log: Path) -> str:
+    """What the server said when it refused to start."""
+    process = start_without(modules, env, log)
+    try:
+        process.wait(timeout=60)
+    finally:
+        stop_process(process)
+    output = log.read_text(errors="replace")
+    assert process.returncode != 0, output
+    assert "Application startup failed" in output, output
+    return output
+
+
+def test_postgres_store_without_its_driver_names_the_postgres_extra(tmp_path: Path) -> None:
+    store = "postgresql+asyncpg://app@127.0.0.1:1/chats"  # never reached
+    output = refused_start(
+        ("asyncpg",), {"ADK_STREAM_SESSION_STORE": store}, tmp_path / "server.log"
+    )
+    assert "MissingExtraError" in output
+    assert "ADK_STREAM_SESSION_STORE needs asyncpg" in output
+    assert "adk-stream-protocol[postgres]" in output
+
+
+def test_libpq_postgres_url_without_its_driver_names_the_postgres_extra(tmp_path: Path) -> None:
+    store = "postgres://app@127.0.0.1:1/chats"
+    output = refused_start(
+        ("sqlalchemy",), {"ADK_STREAM_SESSION_STORE": store}, tmp_path / "server.log"
+    )
+    assert "ADK_STREAM_SESSION_STORE needs sqlalchemy" in output
+    assert "adk-stream-protocol[postgres]" in output
+
+
+def test_redis_coordination_without_its_client_names_the_redis_extra(tmp_path: Path) -> None:
+    env = {
+        "ADK_STREAM_SESSION_STORE": f"sqlite:///{tmp_path / 'sessions.db'}",
+        "ADK_STREAM_REDIS_URL": "redis://127.0.0.1:1/0",  # never reached
+    }
+    output = refused_start(("redis",), env, tmp_path / "server.log")
+    assert "ADK_STREAM_REDIS_URL needs redis" in output
+    assert "adk-stream-protocol[redis]" in output
+
+
+def test_the_default_stores_need_no_extra(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    env = {"ADK_STREAM_SESSION_STORE": f"sqlite:///{tmp_path / 'sessions.db'}"}
+    process = start_without(OPTIONAL_CLIENTS, env, log)
+    try:
+        port = None
+        deadline = time.monotonic() + 60
+        while port is None:
+            output = log.read_text(errors="replace")
+            assert process.poll() is None, output
+            assert time.monotonic() < deadline, output
+            if found := re.search(r"Uvicorn running on http://127\.0\.0\.1:(\d+)", output):
+                port = int(found.group(1))
+            time.sleep(0.05)
+        assert httpx.get(f"http://127.0.0.1:{port}/health", timeout=10).json() == {"status": "ok"}
+    finally:
+        stop_process(process)
+    assert "MissingExtraError" not in log.read_text(errors="replace")
