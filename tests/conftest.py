@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from tests.services import (  # noqa: F401 - fixtures of the tests that need PostgreSQL or Redis
+    new_postgres_database,
     postgres_url,
     redis_prefix,
     redis_run_prefix,

@@ -370,12 +370,12 @@ def test_resumers_of_a_killed_producer_get_an_error_and_the_chat_answers_again(
 
 
 def test_two_workers_on_a_fresh_database_start_and_answer(
-    fresh_postgres_url: Callable[[], str],
+    new_postgres_database: Callable[[], str],
     redis_url: str,
     redis_run_prefix: str,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    postgres_url = fresh_postgres_url()  # no tables yet: both workers create them at start-up
+    postgres_url = new_postgres_database()  # no tables yet: both workers create them at start-up
     env = cluster_env(postgres_url, redis_url, f"{redis_run_prefix}.workers")
     workdir: Path = tmp_path_factory.mktemp("workers")
     with run_server(workdir, env, uvicorn_args=["--workers", "2"]) as server:

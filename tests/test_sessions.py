@@ -31,7 +31,6 @@ from adk_stream_protocol.sessions import (
     asyncpg_url,
     create_session_service,
 )
-from tests.services import new_postgres_database  # noqa: F401 - a fixture
 from tests.support import (
     ROOT,
     answer_approvals,
@@ -177,7 +176,7 @@ os._exit(1 if any(codes) else 0)  # not the second that tearing ADK's modules do
 
 
 def test_processes_starting_together_on_a_fresh_database_all_start(
-    new_postgres_database: NewDatabase,  # noqa: F811
+    new_postgres_database: NewDatabase,
 ) -> None:
     url = new_postgres_database()
     started = subprocess.run(
@@ -232,7 +231,7 @@ async def collide_with_a_creator(
 
 @pytest.mark.asyncio
 async def test_adk_alone_fails_when_another_process_creates_its_tables_at_the_same_time(
-    new_postgres_database: NewDatabase,  # noqa: F811
+    new_postgres_database: NewDatabase,
 ) -> None:
     """Why ``prepare`` exists: ADK creates its tables lazily in each process, without a lock.
     Two processes starting on a fresh database both see no tables and both CREATE them; the
@@ -254,7 +253,7 @@ async def test_adk_alone_fails_when_another_process_creates_its_tables_at_the_sa
 
 @pytest.mark.asyncio
 async def test_prepare_reads_the_tables_a_process_without_the_lock_created_meanwhile(
-    new_postgres_database: NewDatabase,  # noqa: F811
+    new_postgres_database: NewDatabase,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, LOGGER)
@@ -275,7 +274,7 @@ async def test_prepare_reads_the_tables_a_process_without_the_lock_created_meanw
 
 @pytest.mark.asyncio
 async def test_prepare_waits_for_a_process_of_ours_creating_the_tables(
-    new_postgres_database: NewDatabase,  # noqa: F811
+    new_postgres_database: NewDatabase,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """While another process holds our lock and creates the tables, prepare waits for it on
