@@ -118,29 +118,40 @@ def free_port() -> int:
 
 
 def spawn(
-    kind: Kind, workdir: Path, port: int, settings: Mapping[str, str] | None = None
+    kind: Kind,
+    workdir: Path,
+    port: int,
+    settings: Mapping[str, str] | None = None,
+    workers: int = 1,
 ) -> subprocess.Popen[bytes]:
-    """Start a server of this kind on ``port``; its log goes to ``workdir/server.log``."""
+    """Start a server of this kind on ``port`` (``workers`` uvicorn processes); its log goes
+    to ``workdir/server.log``."""
     app, extra = server_env(kind, workdir)
     env = {k: v for k, v in os.environ.items() if k not in _GOOGLE_VARIABLES}
     env.update({"ADK_STREAM_MODEL": "offline-demo", "PYTHONPATH": str(ROOT), **extra})
     env.update(settings or {})
     command = [sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1", "--port", str(port)]
+    if workers > 1:
+        command += ["--workers", str(workers)]
     with (workdir / "server.log").open("wb") as log:
         return subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
 
 
 @contextmanager
-def serve(kind: Kind, settings: Mapping[str, str] | None = None) -> Iterator[Server]:
+def serve(
+    kind: Kind, settings: Mapping[str, str] | None = None, workers: int = 1
+) -> Iterator[Server]:
     """A fresh server of this kind (``settings``: extra environment), healthy on entry,
-    stopped on exit."""
+    stopped on exit. With several ``workers``, ``pid`` is uvicorn's supervisor."""
     with tempfile.TemporaryDirectory(prefix=f"bench-{kind}-") as tmp:
         port = free_port()
-        process = spawn(kind, Path(tmp), port, settings)
+        process = spawn(kind, Path(tmp), port, settings, workers)
         try:
             server = Server(kind, f"http://127.0.0.1:{port}", process.pid)
             deadline = time.monotonic() + 60
-            while not _healthy(server):
+            log_path = Path(tmp) / "server.log"
+            # Every worker up, not only the first to answer /health.
+            while not _healthy(server) or _started(log_path) < workers:
                 if process.poll() is not None or time.monotonic() > deadline:
                     log = (Path(tmp) / "server.log").read_text(errors="replace")
                     raise RuntimeError(f"{kind} server did not start:\n{log}")
@@ -148,6 +159,11 @@ def serve(kind: Kind, settings: Mapping[str, str] | None = None) -> Iterator[Ser
             yield server
         finally:
             stop_process(process)
+
+
+def _started(log_path: Path) -> int:
+    """How many uvicorn processes have finished starting (their lifespan ran)."""
+    return log_path.read_text(errors="replace").count("Application startup complete")
 
 
 def _healthy(server: Server) -> bool:
