@@ -1,6 +1,8 @@
-"""The in-process coordination (``local_coordination.py``): chat leases, pending calls, stop
-signals and chunk logs. Nothing here sleeps to wait: the tests await the operations, and
-only the timeout tests use a tiny timeout."""
+"""The coordination interfaces' contract, run against both implementations: in process
+(``local_coordination.py``) and in Redis (``redis_coordination.py``, one connection: what it
+does across processes is in ``test_redis_coordination.py``). The local objects' own counters
+are checked on the local implementation alone. Nothing here sleeps to wait: the tests await
+the operations, and only the timeout tests use a tiny timeout."""
 
 from __future__ import annotations
 
@@ -9,8 +11,19 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
-from adk_stream_protocol.coordination import ChatKey, Coordination, Outcome, WaitingCall
+from adk_stream_protocol.coordination import (
+    ChatKey,
+    ChatLease,
+    ChatLeases,
+    ChunkLogs,
+    Coordination,
+    Outcome,
+    PendingCalls,
+    StopSignals,
+    WaitingCall,
+)
 from adk_stream_protocol.local_coordination import (
     LocalChatLeases,
     LocalChunkLogs,
@@ -25,41 +38,74 @@ OTHER: ChatKey = ("user-1", "chat-2")
 TINY = 0.01  # seconds: only for testing a timeout
 LONG = 5.0  # seconds: never reached by a passing test
 GONE = {"error": "the user left"}
+LEASE_TTL = 1.0  # seconds, in Redis: renewed while held, so never reached by these tests
+LOG_TTL = 5.0
 
 
-class _Holder:
-    """The lease a log is written under; in process it only needs to exist."""
-
-    token = "holder"
-    lost = asyncio.Event()
-
-    async def release(self) -> None:
+@pytest.fixture(params=["local", "redis"])
+def backend(request: pytest.FixtureRequest) -> tuple[str, str] | None:
+    """Where the coordination under test keeps its state: None for this process, or the
+    Redis URL and key prefix (the test skips, or fails in CI, when Redis is absent)."""
+    if request.param == "local":
         return None
+    return request.getfixturevalue("redis_url"), request.getfixturevalue("redis_prefix")
 
 
-HOLDER = _Holder()
+@pytest_asyncio.fixture
+async def coordination(backend: tuple[str, str] | None) -> AsyncIterator[Coordination]:
+    if backend is None:
+        yield local_coordination()
+        return
+    from adk_stream_protocol.redis_coordination import connect_redis_coordination
+
+    url, prefix = backend
+    connected = await connect_redis_coordination(
+        url, prefix=prefix, lease_ttl_seconds=LEASE_TTL, log_ttl_seconds=LOG_TTL
+    )
+    try:
+        yield connected.coordination
+    finally:
+        await connected.close()
+
+
+@pytest.fixture
+def leases(coordination: Coordination) -> ChatLeases:
+    return coordination.leases
+
+
+@pytest.fixture
+def pending(coordination: Coordination) -> PendingCalls:
+    return coordination.pending
+
+
+@pytest.fixture
+def stops(coordination: Coordination) -> StopSignals:
+    return coordination.stops
+
+
+@pytest.fixture
+def logs(coordination: Coordination) -> ChunkLogs:
+    return coordination.chunk_logs
 
 
 # -- chat leases ---------------------------------------------------------------------------------
 
 
 @pytest.mark.asyncio
-async def test_second_acquire_times_out_while_the_chat_is_held() -> None:
-    leases = LocalChatLeases()
+async def test_second_acquire_times_out_while_the_chat_is_held(leases: ChatLeases) -> None:
     lease = await leases.acquire(CHAT, LONG)
     with pytest.raises(TimeoutError):
         await leases.acquire(CHAT, TINY)
-    assert leases.held() == 1
     other = await leases.acquire(OTHER, TINY)  # other chats are not blocked
-    assert leases.held() == 2
+    assert lease.token != other.token
     await other.release()
     await lease.release()
-    assert leases.held() == 0
+    again = await leases.acquire(CHAT, TINY)
+    await again.release()
 
 
 @pytest.mark.asyncio
-async def test_waiting_acquire_gets_the_chat_when_it_is_released() -> None:
-    leases = LocalChatLeases()
+async def test_waiting_acquire_gets_the_chat_when_it_is_released(leases: ChatLeases) -> None:
     first = await leases.acquire(CHAT, LONG)
     started = asyncio.Event()
 
@@ -74,17 +120,14 @@ async def test_waiting_acquire_gets_the_chat_when_it_is_released() -> None:
     lease = await task
     assert await leases.try_acquire(CHAT) is None  # the waiter holds it now
     await lease.release()
-    assert leases.held() == 0
 
 
 @pytest.mark.asyncio
-async def test_try_acquire_returns_none_while_held() -> None:
-    leases = LocalChatLeases()
+async def test_try_acquire_returns_none_while_held(leases: ChatLeases) -> None:
     lease = await leases.try_acquire(CHAT)
     assert lease is not None
     assert await leases.try_acquire(CHAT) is None
     await lease.release()
-    assert leases.held() == 0
     again = await leases.try_acquire(CHAT)
     assert again is not None
     await again.release()
@@ -92,6 +135,8 @@ async def test_try_acquire_returns_none_while_held() -> None:
 
 @pytest.mark.asyncio
 async def test_try_acquire_does_not_queue_behind_a_waiter() -> None:
+    """In process, a released chat goes to its waiter first (Redis leases are not queued:
+    whoever tries first after the release gets the chat)."""
     leases = LocalChatLeases()
     first = await leases.acquire(CHAT, LONG)
     started = asyncio.Event()
@@ -114,16 +159,32 @@ async def test_try_acquire_does_not_queue_behind_a_waiter() -> None:
 
 
 @pytest.mark.asyncio
-async def test_double_release_does_not_free_the_next_holder() -> None:
-    leases = LocalChatLeases()
+async def test_double_release_does_not_free_the_next_holder(leases: ChatLeases) -> None:
     first = await leases.acquire(CHAT, LONG)
     await first.release()
     second = await leases.acquire(CHAT, TINY)
     await first.release()  # harmless: the chat stays with the second holder
     assert await leases.try_acquire(CHAT) is None
-    assert leases.held() == 1
+    assert not second.lost.is_set()
     await second.release()
     await second.release()
+    third = await leases.try_acquire(CHAT)
+    assert third is not None
+    await third.release()
+
+
+@pytest.mark.asyncio
+async def test_local_leases_drop_what_nobody_holds_or_waits_for() -> None:
+    leases = LocalChatLeases()
+    lease = await leases.acquire(CHAT, LONG)
+    with pytest.raises(TimeoutError):
+        await leases.acquire(CHAT, TINY)
+    assert leases.held() == 1  # the waiter that gave up is forgotten
+    other = await leases.acquire(OTHER, TINY)
+    assert leases.held() == 2
+    await other.release()
+    await lease.release()
+    await lease.release()
     assert leases.held() == 0
 
 
@@ -147,16 +208,16 @@ class Listener:
         return self.calls[-1]
 
 
-def watched() -> tuple[LocalPendingCalls, Listener]:
-    pending = LocalPendingCalls()
+def watched(pending: PendingCalls) -> tuple[PendingCalls, Listener]:
     listener = Listener()
     pending.watch(CHAT, listener)
     return pending, listener
 
 
 @pytest.mark.asyncio
-async def test_unwatched_chat_cancels_approvals_and_answers_browser_calls_at_once() -> None:
-    pending = LocalPendingCalls()
+async def test_unwatched_chat_cancels_approvals_and_answers_browser_calls_at_once(
+    pending: PendingCalls,
+) -> None:
     assert await pending.ask_approval(CHAT, "call-pay", "process_payment", LONG) == "cancelled"
     assert await pending.wait_result(CHAT, "call-loc", LONG, unwatched=GONE) == GONE
     assert await pending.waiting(CHAT) == []
@@ -164,8 +225,10 @@ async def test_unwatched_chat_cancels_approvals_and_answers_browser_calls_at_onc
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize(("approved", "outcome"), [(True, "approved"), (False, "denied")])
-async def test_decision_resolves_the_approval(approved: bool, outcome: Outcome) -> None:
-    pending, listener = watched()
+async def test_decision_resolves_the_approval(
+    pending: PendingCalls, approved: bool, outcome: Outcome
+) -> None:
+    pending, listener = watched(pending)
     task = asyncio.create_task(pending.ask_approval(CHAT, "call-pay", "process_payment", LONG))
     call = await listener.next()
     assert call.call_id == "call-pay"
@@ -179,8 +242,8 @@ async def test_decision_resolves_the_approval(approved: bool, outcome: Outcome) 
 
 
 @pytest.mark.asyncio
-async def test_delivered_result_answers_the_browser_call() -> None:
-    pending, listener = watched()
+async def test_delivered_result_answers_the_browser_call(pending: PendingCalls) -> None:
+    pending, listener = watched(pending)
     task = asyncio.create_task(pending.wait_result(CHAT, "call-loc", LONG, unwatched=GONE))
     assert await listener.next() == WaitingCall("call-loc", "")
     await pending.deliver(CHAT, "call-loc", {"lat": 35.6})
@@ -188,8 +251,8 @@ async def test_delivered_result_answers_the_browser_call() -> None:
 
 
 @pytest.mark.asyncio
-async def test_unanswered_calls_time_out() -> None:
-    pending, listener = watched()
+async def test_unanswered_calls_time_out(pending: PendingCalls) -> None:
+    pending, listener = watched(pending)
     assert await pending.ask_approval(CHAT, "call-pay", "process_payment", TINY) == "timeout"
     result = await pending.wait_result(CHAT, "call-loc", TINY, unwatched=GONE)
     assert result == dict(BROWSER_TIMEOUT_RESULT)
@@ -198,8 +261,8 @@ async def test_unanswered_calls_time_out() -> None:
 
 
 @pytest.mark.asyncio
-async def test_result_delivered_before_the_wait_is_used() -> None:
-    pending, listener = watched()
+async def test_result_delivered_before_the_wait_is_used(pending: PendingCalls) -> None:
+    pending, listener = watched(pending)
     await pending.deliver(CHAT, "call-loc", {"lat": 35.6})
     assert await pending.wait_result(CHAT, "call-loc", LONG, unwatched=GONE) == {"lat": 35.6}
     assert listener.calls == []  # it never had to wait
@@ -210,8 +273,8 @@ async def test_result_delivered_before_the_wait_is_used() -> None:
 
 
 @pytest.mark.asyncio
-async def test_waiting_lists_approvals_and_browser_calls() -> None:
-    pending, listener = watched()
+async def test_waiting_lists_approvals_and_browser_calls(pending: PendingCalls) -> None:
+    pending, listener = watched(pending)
     approval = asyncio.create_task(pending.ask_approval(CHAT, "call-pay", "process_payment", LONG))
     asked = await listener.next()
     browser = asyncio.create_task(pending.wait_result(CHAT, "call-loc", LONG, unwatched=GONE))
@@ -223,8 +286,8 @@ async def test_waiting_lists_approvals_and_browser_calls() -> None:
 
 
 @pytest.mark.asyncio
-async def test_cancel_ends_every_wait_and_drops_early_results() -> None:
-    pending, listener = watched()
+async def test_cancel_ends_every_wait_and_drops_early_results(pending: PendingCalls) -> None:
+    pending, listener = watched(pending)
     approval = asyncio.create_task(pending.ask_approval(CHAT, "call-pay", "process_payment", LONG))
     await listener.next()
     browser = asyncio.create_task(pending.wait_result(CHAT, "call-loc", LONG, unwatched=GONE))
@@ -241,8 +304,8 @@ async def test_cancel_ends_every_wait_and_drops_early_results() -> None:
 
 
 @pytest.mark.asyncio
-async def test_unwatch_cancels_waits_and_forgets_the_chat() -> None:
-    pending, listener = watched()
+async def test_unwatch_cancels_waits_and_forgets_the_chat(pending: PendingCalls) -> None:
+    pending, listener = watched(pending)
     browser = asyncio.create_task(pending.wait_result(CHAT, "call-loc", LONG, unwatched=GONE))
     await listener.next()
     await pending.unwatch(CHAT, GONE)
@@ -258,8 +321,8 @@ async def test_unwatch_cancels_waits_and_forgets_the_chat() -> None:
 
 
 @pytest.mark.asyncio
-async def test_unwatch_with_nothing_waiting_forgets_the_chat() -> None:
-    pending, listener = watched()
+async def test_unwatch_with_nothing_waiting_forgets_the_chat(pending: PendingCalls) -> None:
+    pending, listener = watched(pending)
     await pending.unwatch(CHAT, GONE)
     await pending.deliver(CHAT, "call-cam", {"photo": "late"})  # nobody serves the chat
     pending.watch(CHAT, listener)
@@ -272,8 +335,7 @@ async def test_unwatch_with_nothing_waiting_forgets_the_chat() -> None:
 
 
 @pytest.mark.asyncio
-async def test_stop_reaches_the_chats_subscribers_only() -> None:
-    stops = LocalStopSignals()
+async def test_stop_reaches_the_chats_subscribers_only(stops: StopSignals) -> None:
     first = await stops.subscribe(CHAT)
     second = await stops.subscribe(CHAT)
     other = await stops.subscribe(OTHER)
@@ -287,8 +349,7 @@ async def test_stop_reaches_the_chats_subscribers_only() -> None:
 
 
 @pytest.mark.asyncio
-async def test_closed_subscription_hears_no_stop() -> None:
-    stops = LocalStopSignals()
+async def test_closed_subscription_hears_no_stop(stops: StopSignals) -> None:
     closed = await stops.subscribe(CHAT)
     kept = await stops.subscribe(CHAT)
     await closed.close()
@@ -332,19 +393,31 @@ class Reader:
         return self.received
 
 
+@pytest_asyncio.fixture
+async def holder(leases: ChatLeases) -> AsyncIterator[ChatLease]:
+    """The chat's lease, which its logs are written under (Redis followers check it)."""
+    lease = await leases.acquire(CHAT, LONG)
+    yield lease
+    await lease.release()
+
+
 @pytest.mark.asyncio
-async def test_follow_without_an_active_response_is_none() -> None:
-    logs = LocalChunkLogs()
+async def test_follow_without_an_active_response_is_none(
+    leases: ChatLeases, logs: ChunkLogs
+) -> None:
     assert await logs.follow(CHAT) is None
-    log = await logs.open(OTHER, HOLDER)
+    other_holder = await leases.acquire(OTHER, LONG)
+    log = await logs.open(OTHER, other_holder)
     assert await logs.follow(CHAT) is None
     await log.close()
+    await other_holder.release()
 
 
 @pytest.mark.asyncio
-async def test_follow_replays_from_the_start_then_follows_live() -> None:
-    logs = LocalChunkLogs()
-    log = await logs.open(CHAT, HOLDER)
+async def test_follow_replays_from_the_start_then_follows_live(
+    logs: ChunkLogs, holder: ChatLease
+) -> None:
+    log = await logs.open(CHAT, holder)
     await log.append([b"start", b"text-1"])
     events = await logs.follow(CHAT)
     assert events is not None
@@ -361,23 +434,22 @@ async def test_follow_replays_from_the_start_then_follows_live() -> None:
 
 
 @pytest.mark.asyncio
-async def test_follower_attached_before_close_reads_to_the_end() -> None:
-    logs = LocalChunkLogs()
-    log = await logs.open(CHAT, HOLDER)
+async def test_follower_attached_before_close_reads_to_the_end(
+    logs: ChunkLogs, holder: ChatLease
+) -> None:
+    log = await logs.open(CHAT, holder)
     await log.append([b"a"])
     events = await logs.follow(CHAT)
     assert events is not None
     await log.append([b"b", b"c"])
     await log.close()
-    assert logs.active() == 0
-    assert await logs.follow(CHAT) is None  # dropped at close
+    assert await logs.follow(CHAT) is None  # no active response once it ended
     assert await read_all(events) == [b"a", b"b", b"c"]
 
 
 @pytest.mark.asyncio
-async def test_two_followers_both_get_everything() -> None:
-    logs = LocalChunkLogs()
-    log = await logs.open(CHAT, HOLDER)
+async def test_two_followers_both_get_everything(logs: ChunkLogs, holder: ChatLease) -> None:
+    log = await logs.open(CHAT, holder)
     await log.append([b"a"])
     first_events = await logs.follow(CHAT)
     second_events = await logs.follow(CHAT)
@@ -395,33 +467,64 @@ async def test_two_followers_both_get_everything() -> None:
 
 
 @pytest.mark.asyncio
-async def test_a_new_log_replaces_an_ended_one() -> None:
-    logs = LocalChunkLogs()
-    old = await logs.open(CHAT, HOLDER)
+async def test_a_new_log_replaces_an_ended_one(logs: ChunkLogs, holder: ChatLease) -> None:
+    old = await logs.open(CHAT, holder)
     await old.append([b"old"])
     await old.close()
-    new = await logs.open(CHAT, HOLDER)
+    new = await logs.open(CHAT, holder)
     await new.append([b"new"])
-    assert logs.active() == 1
     events = await logs.follow(CHAT)
     assert events is not None
     await new.close()
     assert await read_all(events) == [b"new"]
-    assert logs.active() == 0
+    assert await logs.follow(CHAT) is None
 
 
 @pytest.mark.asyncio
-async def test_closing_a_replaced_log_keeps_the_new_one() -> None:
-    logs = LocalChunkLogs()
-    old = await logs.open(CHAT, HOLDER)
-    new = await logs.open(CHAT, HOLDER)
+async def test_closing_a_replaced_log_keeps_the_new_one(logs: ChunkLogs, holder: ChatLease) -> None:
+    old = await logs.open(CHAT, holder)
+    new = await logs.open(CHAT, holder)
     await new.append([b"new"])
     await old.close()
-    assert logs.active() == 1
     events = await logs.follow(CHAT)
     assert events is not None
     await new.close()
     assert await read_all(events) == [b"new"]
+
+
+@pytest.mark.asyncio
+async def test_followers_of_a_replaced_log_read_it_to_its_end(
+    logs: ChunkLogs, holder: ChatLease
+) -> None:
+    old = await logs.open(CHAT, holder)
+    await old.append([b"old-1"])
+    old_events = await logs.follow(CHAT)
+    assert old_events is not None
+    reader = Reader(old_events)
+    await reader.until(1)
+    new = await logs.open(CHAT, holder)
+    await new.append([b"new"])
+    await old.append([b"old-2"])
+    await old.close()
+    assert await reader.task == [b"old-1", b"old-2"]
+    new_events = await logs.follow(CHAT)
+    assert new_events is not None
+    await new.close()
+    assert await read_all(new_events) == [b"new"]
+
+
+@pytest.mark.asyncio
+async def test_local_logs_are_dropped_when_their_response_ends() -> None:
+    logs = LocalChunkLogs()
+    lease = await LocalChatLeases().acquire(CHAT, LONG)
+    old = await logs.open(CHAT, lease)
+    new = await logs.open(CHAT, lease)
+    assert logs.active() == 1
+    await old.close()
+    assert logs.active() == 1  # the replaced log's end leaves the new one
+    await new.close()
+    assert logs.active() == 0
+    await lease.release()
 
 
 def test_local_coordination_builds_one_of_each() -> None:

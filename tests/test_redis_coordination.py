@@ -1,0 +1,449 @@
+"""What only the Redis coordination does: several processes, crashed holders, keys that expire.
+
+Each test opens two (or more) ``RedisCoordination`` connections on one prefix, standing for
+the processes of one server; a holder that dies is a real subprocess killed with SIGKILL. The
+contract both implementations share is in ``test_coordination.py``. Leases live for half a
+second here, so a dead holder is noticed quickly; every wait has a bound, so a broken
+implementation fails instead of hanging.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+import redis.asyncio as redis
+
+from adk_stream_protocol.coordination import ChatKey, WaitingCall
+from adk_stream_protocol.redis_chunk_logs import PRODUCER_GONE_EVENT
+from adk_stream_protocol.redis_coordination import RedisCoordination, connect_redis_coordination
+from adk_stream_protocol.redis_signals import RedisKeys
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAT: ChatKey = ("user:1/ü*?[x]", "chat-1")  # a user id with every kind of character
+LEASE_TTL = 0.5  # seconds
+LOG_TTL = 1.0
+BOUND = 5.0  # seconds: no passing test waits this long for anything
+DONE_EVENT = b"data: [DONE]\n\n"
+
+Connect = Callable[..., Awaitable[RedisCoordination]]
+
+
+@pytest_asyncio.fixture
+async def connect(redis_url: str, redis_prefix: str) -> AsyncIterator[Connect]:
+    """Opens a connection to the test's prefix (a "process"); all are closed at the end."""
+    opened: list[RedisCoordination] = []
+
+    async def open_one(lease_ttl: float = LEASE_TTL, url: str = redis_url) -> RedisCoordination:
+        connected = await connect_redis_coordination(
+            url, prefix=redis_prefix, lease_ttl_seconds=lease_ttl, log_ttl_seconds=LOG_TTL
+        )
+        opened.append(connected)
+        return connected
+
+    yield open_one
+    for connected in opened:
+        await connected.close()
+
+
+@pytest_asyncio.fixture
+async def store(redis_url: str) -> AsyncIterator[redis.Redis]:
+    """A plain client, to look at the keys (and break them)."""
+    client = redis.from_url(redis_url)
+    yield client
+    await client.aclose()
+
+
+@pytest.fixture
+def keys(redis_prefix: str) -> RedisKeys:
+    return RedisKeys(redis_prefix)
+
+
+async def within(seconds: float, work: Awaitable[Any]) -> Any:
+    return await asyncio.wait_for(work, seconds)
+
+
+class Holder:
+    """A process of its own holding the chat's lease (and, if asked, writing a log), until it
+    is killed."""
+
+    SCRIPT = """
+import asyncio, sys
+from adk_stream_protocol.redis_coordination import connect_redis_coordination
+
+async def main():
+    url, prefix, user_id, chat_id, ttl, write_log = sys.argv[1:]
+    connected = await connect_redis_coordination(
+        url, prefix=prefix, lease_ttl_seconds=float(ttl), log_ttl_seconds=1.0
+    )
+    chat = (user_id, chat_id)
+    lease = await connected.coordination.leases.acquire(chat, 5)
+    if write_log == "yes":
+        log = await connected.coordination.chunk_logs.open(chat, lease)
+        await log.append([b"data: 1\\n\\n", b"data: 2\\n\\n"])
+    print(lease.token, flush=True)
+    await asyncio.Event().wait()
+
+asyncio.run(main())
+"""
+
+    def __init__(self, process: asyncio.subprocess.Process, token: str) -> None:
+        self.process = process
+        self.token = token
+
+    @classmethod
+    async def start(cls, url: str, prefix: str, *, write_log: bool = False) -> Holder:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            cls.SCRIPT,
+            url,
+            prefix,
+            *CHAT,
+            str(LEASE_TTL),
+            "yes" if write_log else "no",
+            cwd=ROOT,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        assert process.stdout is not None
+        try:
+            line = await within(30, process.stdout.readline())  # 30: a cold interpreter
+        except BaseException:
+            process.kill()
+            await process.wait()
+            raise
+        assert line, "the holder process ended before it held the lease"
+        return cls(process, line.decode().strip())
+
+    async def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        await self.process.wait()
+
+
+class Listener:
+    def __init__(self) -> None:
+        self.calls: list[WaitingCall] = []
+        self._arrived = asyncio.Event()
+
+    def __call__(self, call: WaitingCall) -> None:
+        self.calls.append(call)
+        self._arrived.set()
+
+    async def next(self) -> WaitingCall:
+        await within(BOUND, self._arrived.wait())
+        self._arrived.clear()
+        return self.calls[-1]
+
+
+async def read_all(events: AsyncIterator[bytes]) -> list[bytes]:
+    return [event async for event in events]
+
+
+class Reader:
+    """Follows a log in a task of its own (as in ``test_coordination.py``)."""
+
+    def __init__(self, events: AsyncIterator[bytes]) -> None:
+        self.events = events
+        self.received: list[bytes] = []
+        self._got = asyncio.Event()
+        self.task = asyncio.create_task(self._run())
+
+    async def _run(self) -> list[bytes]:
+        async for event in self.events:
+            self.received.append(event)
+            self._got.set()
+        return self.received
+
+    async def until(self, count: int) -> list[bytes]:
+        while len(self.received) < count:
+            self._got.clear()
+            await within(BOUND, self._got.wait())
+        return self.received
+
+
+# -- connecting ----------------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_an_unreachable_redis_is_named_without_its_credentials() -> None:
+    with pytest.raises(RuntimeError) as raised:
+        await connect_redis_coordination(
+            "redis://someone:s3cret-pw@127.0.0.1:1/0",
+            prefix="p",
+            lease_ttl_seconds=1,
+            log_ttl_seconds=1,
+        )
+    message = str(raised.value)
+    assert "127.0.0.1:1" in message
+    assert "s3cret-pw" not in message
+    assert "someone" not in message
+
+
+def test_chats_are_named_apart_whatever_their_user_ids_hold(keys: RedisKeys) -> None:
+    assert keys.lease(("a:b", "c")) != keys.lease(("a", "b:c"))
+    assert keys.lease(CHAT) == f"{keys.prefix}:lease:user%3A1%2F%C3%BC%2A%3F%5Bx%5D:chat-1"
+    assert keys.signal("stop", CHAT).startswith(f"{keys.prefix}:signal:")
+    assert keys.new_log(CHAT) != keys.new_log(CHAT)
+
+
+# -- leases --------------------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_a_waiter_in_another_process_gets_the_chat_the_moment_it_is_released(
+    connect: Connect, store: redis.Redis, keys: RedisKeys
+) -> None:
+    # A long TTL: only the freed signal can hand the chat over this fast.
+    first, second = await connect(lease_ttl=30), await connect(lease_ttl=30)
+    lease = await first.coordination.leases.acquire(CHAT, BOUND)
+    assert await store.get(keys.lease(CHAT)) == lease.token.encode()
+    assert await second.coordination.leases.try_acquire(CHAT) is None
+    with pytest.raises(TimeoutError):
+        await second.coordination.leases.acquire(CHAT, 0.05)
+    waiter = asyncio.create_task(second.coordination.leases.acquire(CHAT, BOUND))
+    await asyncio.sleep(0.05)  # let it take its first try (a later start would also pass)
+    assert not waiter.done()
+    loop = asyncio.get_running_loop()
+    released = loop.time()
+    await lease.release()
+    taken = await within(BOUND, waiter)
+    assert loop.time() - released < 1.0  # far below the 30 s the key had left
+    assert await store.get(keys.lease(CHAT)) == taken.token.encode()
+    assert await first.coordination.leases.try_acquire(CHAT) is None
+    await taken.release()
+    assert await store.exists(keys.lease(CHAT)) == 0
+
+
+@pytest.mark.asyncio
+async def test_a_cancelled_waiter_leaves_nothing_behind(
+    connect: Connect, store: redis.Redis, keys: RedisKeys
+) -> None:
+    first, second = await connect(), await connect()
+    lease = await first.coordination.leases.acquire(CHAT, BOUND)
+    waiter = asyncio.create_task(second.coordination.leases.acquire(CHAT, BOUND))
+    await asyncio.sleep(0.05)
+    waiter.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    await lease.release()
+    assert await store.exists(keys.lease(CHAT)) == 0  # the cancelled waiter took nothing
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("how", ["deleted", "overwritten"])
+async def test_a_holder_whose_key_is_gone_is_told_and_never_touches_the_next_one(
+    connect: Connect, store: redis.Redis, keys: RedisKeys, how: str
+) -> None:
+    first, second = await connect(), await connect()
+    lease = await first.coordination.leases.acquire(CHAT, BOUND)
+    if how == "deleted":
+        await store.delete(keys.lease(CHAT))
+    else:
+        await store.set(keys.lease(CHAT), "someone-else", px=round(LEASE_TTL * 1000))
+    await within(LEASE_TTL, lease.lost.wait())  # noticed at the next renewal (a third)
+    if how == "overwritten":
+        await store.delete(keys.lease(CHAT))
+    successor = await second.coordination.leases.acquire(CHAT, BOUND)
+    await lease.release()  # the lapsed holder's release leaves the successor's key alone
+    assert await store.get(keys.lease(CHAT)) == successor.token.encode()
+    with pytest.raises(TimeoutError):  # past its TTL, the successor's lease is renewed, not lost
+        await asyncio.wait_for(successor.lost.wait(), LEASE_TTL * 1.2)
+    assert await store.get(keys.lease(CHAT)) == successor.token.encode()
+    await successor.release()
+
+
+# -- stop signals --------------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_a_stop_reaches_the_chats_subscribers_in_every_process(connect: Connect) -> None:
+    first, second = await connect(), await connect()
+    there = await first.coordination.stops.subscribe(CHAT)
+    closed = await first.coordination.stops.subscribe(CHAT)
+    other_chat = await first.coordination.stops.subscribe((CHAT[0], "chat-2"))
+    here = await second.coordination.stops.subscribe(CHAT)
+    await closed.close()
+    await second.coordination.stops.stop(CHAT)
+    assert here.stopped.is_set()  # at once in the process that stopped
+    await within(BOUND, there.stopped.wait())
+    # Signals of one publisher arrive in order: once a later one is in, the earlier was too.
+    marker = await first.coordination.stops.subscribe((CHAT[0], "chat-3"))
+    await second.coordination.stops.stop((CHAT[0], "chat-3"))
+    await within(BOUND, marker.stopped.wait())
+    assert not closed.stopped.is_set()
+    assert not other_chat.stopped.is_set()
+    for subscription in (there, other_chat, here, marker):
+        await subscription.close()
+
+
+# -- pending calls -------------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("approved", "outcome"), [(True, "approved"), (False, "denied")])
+async def test_a_decision_in_one_process_resolves_the_approval_waiting_in_another(
+    connect: Connect, approved: bool, outcome: str
+) -> None:
+    running, answering = await connect(), await connect()
+    listener = Listener()
+    running.coordination.pending.watch(CHAT, listener)
+    task = asyncio.create_task(
+        running.coordination.pending.ask_approval(CHAT, "call-pay", "process_payment", BOUND)
+    )
+    call = await listener.next()
+    assert call.approval_id is not None
+    assert await answering.coordination.pending.waiting(CHAT) == []  # waits are per process
+    await answering.coordination.pending.decide(CHAT, call.approval_id, approved)
+    assert await within(BOUND, task) == outcome
+    await running.coordination.pending.unwatch(CHAT, {})
+
+
+@pytest.mark.asyncio
+async def test_results_and_cancels_from_another_process_reach_the_waiting_calls(
+    connect: Connect,
+) -> None:
+    running, answering = await connect(), await connect()
+    listener = Listener()
+    running.coordination.pending.watch(CHAT, listener)
+    pending = running.coordination.pending
+    browser = asyncio.create_task(pending.wait_result(CHAT, "call-loc", BOUND, unwatched={}))
+    await listener.next()
+    await answering.coordination.pending.deliver(CHAT, "call-loc", {"lat": 35.6})
+    assert await within(BOUND, browser) == {"lat": 35.6}
+
+    approval = asyncio.create_task(pending.ask_approval(CHAT, "call-pay", "pay", BOUND))
+    await listener.next()
+    camera = asyncio.create_task(pending.wait_result(CHAT, "call-cam", BOUND, unwatched={}))
+    await listener.next()
+    await answering.coordination.pending.cancel(CHAT, {"error": "stopped"})
+    assert await within(BOUND, approval) == "cancelled"
+    assert await within(BOUND, camera) == {"error": "stopped"}
+
+    camera = asyncio.create_task(pending.wait_result(CHAT, "call-cam", BOUND, unwatched={}))
+    await listener.next()
+    await answering.coordination.pending.unwatch(CHAT, {"error": "left"})
+    assert await within(BOUND, camera) == {"error": "left"}
+    await pending.unwatch(CHAT, {})
+
+
+# -- chunk logs ----------------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_a_log_written_in_one_process_is_followed_in_another(
+    connect: Connect, store: redis.Redis, keys: RedisKeys
+) -> None:
+    producer, follower = await connect(), await connect()
+    lease = await producer.coordination.leases.acquire(CHAT, BOUND)
+    log = await producer.coordination.chunk_logs.open(CHAT, lease)
+    await log.append([b"start", b"text-1"])
+    (stream,) = [key async for key in store.scan_iter(match=f"{keys.prefix}:log:*")]
+    assert 0 < await store.ttl(stream) <= 24 * 3600  # a crashed producer's log goes too
+    events = await follower.coordination.chunk_logs.follow(CHAT)
+    assert events is not None
+    reader = Reader(events)
+    assert await reader.until(2) == [b"start", b"text-1"]  # replayed
+    late = await follower.coordination.chunk_logs.follow(CHAT)
+    assert late is not None  # attached before the close, it reads to the end too
+    await log.append([b"text-2"])
+    assert await reader.until(3) == [b"start", b"text-1", b"text-2"]  # live
+    await log.append([DONE_EVENT])
+    await log.close()
+    expected = [b"start", b"text-1", b"text-2", DONE_EVENT]
+    assert await within(BOUND, reader.task) == expected
+    assert await within(BOUND, read_all(late)) == expected
+    assert await follower.coordination.chunk_logs.follow(CHAT) is None
+    assert await store.exists(keys.active(CHAT)) == 0
+    assert 0 < await store.pttl(stream) <= LOG_TTL * 1000  # kept a little for late readers
+    await lease.release()
+
+
+@pytest.mark.asyncio
+async def test_a_follower_ends_with_an_error_once_the_producers_lease_is_gone(
+    connect: Connect, store: redis.Redis, keys: RedisKeys
+) -> None:
+    producer, follower = await connect(), await connect()
+    lease = await producer.coordination.leases.acquire(CHAT, BOUND)
+    log = await producer.coordination.chunk_logs.open(CHAT, lease)
+    await log.append([b"start"])
+    events = await follower.coordination.chunk_logs.follow(CHAT)
+    assert events is not None
+    reader = Reader(events)
+    await reader.until(1)
+    await store.delete(keys.lease(CHAT))  # as if the producer's lease had lapsed
+    received = await within(LEASE_TTL * 2, reader.task)
+    assert received == [b"start", PRODUCER_GONE_EVENT, DONE_EVENT]
+    assert b'"type":"error"' in PRODUCER_GONE_EVENT
+    assert b"send the message again" in PRODUCER_GONE_EVENT
+    assert await follower.coordination.chunk_logs.follow(CHAT) is None  # the pointer went
+    assert await store.exists(keys.active(CHAT)) == 0
+    await lease.release()
+
+
+@pytest.mark.asyncio
+async def test_a_killed_holder_lapses_and_its_log_ends_with_an_error_then_is_forgotten(
+    connect: Connect, store: redis.Redis, keys: RedisKeys, redis_url: str, redis_prefix: str
+) -> None:
+    other = await connect()
+    holder = await Holder.start(redis_url, redis_prefix, write_log=True)
+    try:
+        assert await store.get(keys.lease(CHAT)) == holder.token.encode()
+        assert await other.coordination.leases.try_acquire(CHAT) is None
+        events = await other.coordination.chunk_logs.follow(CHAT)
+        assert events is not None
+        reader = Reader(events)
+        assert await reader.until(2) == [b"data: 1\n\n", b"data: 2\n\n"]
+    finally:
+        await holder.kill()
+    loop = asyncio.get_running_loop()
+    killed = loop.time()
+    # Its lease lapses (no signal says so: the waiter wakes when the key's TTL runs out)...
+    lease = await other.coordination.leases.acquire(CHAT, BOUND)
+    assert loop.time() - killed < LEASE_TTL + 0.3
+    assert lease.token != holder.token
+    # ...its follower gets an error and [DONE] instead of waiting for ever...
+    received = await within(BOUND, reader.task)
+    assert received[2:] == [PRODUCER_GONE_EVENT, DONE_EVENT]
+    assert loop.time() - killed < LEASE_TTL * 4 / 3 + 0.3  # the lapse, then a third at most
+    # ...and its stale pointer goes at the first look.
+    assert await store.exists(keys.active(CHAT)) == 1
+    assert await other.coordination.chunk_logs.follow(CHAT) is None
+    assert await store.exists(keys.active(CHAT)) == 0
+    await lease.release()
+
+
+@pytest.mark.asyncio
+async def test_cancelling_a_follower_in_its_blocking_read_keeps_the_pool_sound(
+    connect: Connect, redis_url: str
+) -> None:
+    producer = await connect()
+    # Two connections: the pub/sub one and one for commands. A connection leaked by a
+    # cancelled read would leave none, and the next command would fail.
+    small = f"{redis_url}{'&' if '?' in redis_url else '?'}max_connections=2"
+    follower = await connect(url=small)
+    lease = await producer.coordination.leases.acquire(CHAT, BOUND)
+    log = await producer.coordination.chunk_logs.open(CHAT, lease)
+    await log.append([b"a"])
+    for _ in range(3):
+        events = await follower.coordination.chunk_logs.follow(CHAT)
+        assert events is not None
+        reader = Reader(events)
+        await reader.until(1)  # it now waits in XREAD BLOCK
+        reader.task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await reader.task
+        assert isinstance(events, AsyncGenerator)
+        await events.aclose()
+        assert await within(BOUND, follower.client.ping())
+    events = await follower.coordination.chunk_logs.follow(CHAT)
+    assert events is not None
+    await log.append([b"b"])
+    await log.close()
+    assert await within(BOUND, read_all(events)) == [b"a", b"b"]
+    await lease.release()
