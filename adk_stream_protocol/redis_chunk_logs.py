@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 import redis.asyncio as redis
@@ -128,7 +128,7 @@ class RedisChunkLogs:
         await self.client.set(self.keys.active(chat), pointer, ex=SAFETY_TTL_SECONDS)
         return RedisResponseLog(self, chat, stream, pointer)
 
-    async def follow(self, chat: ChatKey) -> AsyncIterator[bytes] | None:
+    async def follow(self, chat: ChatKey) -> AsyncGenerator[bytes, None] | None:
         pointer_key = self.keys.active(chat)
         pointer = await self.client.get(pointer_key)
         if pointer is None:
@@ -154,7 +154,7 @@ class RedisChunkLogs:
 
     async def _read(
         self, chat: ChatKey, stream: str, lease_key: str, holder: bytes
-    ) -> AsyncIterator[bytes]:
+    ) -> AsyncGenerator[bytes, None]:
         """From the first entry, then live (XREAD BLOCK) until the end marker. Cancelled in
         a blocked XREAD, redis-py drops that connection, so the pool stays sound."""
         after = b"0-0"

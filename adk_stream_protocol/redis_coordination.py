@@ -172,12 +172,17 @@ def _redacted(text: str, url: str) -> str:
     return text
 
 
+MAX_CONNECTIONS = 1000
+
+
 async def connect_redis_coordination(
     url: str, *, prefix: str, lease_ttl_seconds: float, log_ttl_seconds: float
 ) -> RedisCoordination:
     """Connect (PING first, so a wrong URL stops the server at start-up) and subscribe."""
     try:
-        client = redis.from_url(url)
+        # Each resumer blocks one connection while it waits for more of its log; redis-py's
+        # default pool (100) would refuse the 101st. `?max_connections=` in the URL wins.
+        client = redis.from_url(url, max_connections=MAX_CONNECTIONS)
     except ValueError as exc:
         raise RuntimeError(f"not a Redis URL: {_redacted(str(exc), url)}") from None
     try:
