@@ -108,8 +108,13 @@ def stored_events(postgres_url: str, chat_id: str) -> list[Event]:
 
 
 def tool_runs(events: list[Event], tool_name: str) -> int:
+    """How often the tool ran: its results stored, not counting the "needs approval"
+    response ADK stores for a call that waits for confirmation."""
     return sum(
-        1 for event in events for fr in event.get_function_responses() if fr.name == tool_name
+        1
+        for event in events
+        for fr in event.get_function_responses()
+        if fr.name == tool_name and "error" not in (fr.response or {})
     )
 
 
