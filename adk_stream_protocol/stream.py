@@ -126,7 +126,25 @@ def _refused(exc: RequestError) -> JSONResponse:
     return JSONResponse({"detail": exc.message}, status_code=exc.status)
 
 
-@router.get("/stream/{chat_id}/stream", response_model=None)
+_JSON_ERROR: dict[str, Any] = {"content": {"application/json": {"schema": {"type": "object"}}}}
+_NOT_A_CHAT_ID: dict[int | str, dict[str, Any]] = {
+    422: {"description": "Not a chat id", **_JSON_ERROR}
+}
+
+
+@router.get(
+    "/stream/{chat_id}/stream",
+    response_model=None,
+    responses={
+        200: {
+            "description": "The active response, replayed from its start, then live",
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        },
+        204: {"description": "The chat has no active response"},
+        **_NOT_A_CHAT_ID,
+        503: {"description": "The server is at its response limit", **_JSON_ERROR},
+    },
+)
 async def resume_stream(
     chat_id: str, request: Request, user_id: Annotated[str, Depends(current_user)]
 ) -> Response:
@@ -167,7 +185,12 @@ async def _followed(
         await events.aclose()
 
 
-@router.delete("/stream/{chat_id}/stream", status_code=204, response_model=None)
+@router.delete(
+    "/stream/{chat_id}/stream",
+    status_code=204,
+    response_model=None,
+    responses={204: {"description": "Stopped, or nothing to stop"}, **_NOT_A_CHAT_ID},
+)
 async def stop_stream(
     chat_id: str, request: Request, user_id: Annotated[str, Depends(current_user)]
 ) -> Response:
@@ -181,6 +204,19 @@ async def stop_stream(
     await bridge.coordination.stops.stop(chat)
     logger.info("stop requested chat=%s", chat_id)
     return Response(status_code=204)
+
+
+# A method neither route takes is answered here: otherwise the router would answer 405 with
+# only the first route's method in `Allow`.
+@router.api_route(
+    "/stream/{chat_id}/stream",
+    methods=["HEAD", "OPTIONS", "PATCH", "POST", "PUT"],
+    include_in_schema=False,
+)
+async def chat_stream_other_methods() -> Response:
+    return JSONResponse(
+        {"detail": "Method Not Allowed"}, status_code=405, headers={"allow": "GET, DELETE"}
+    )
 
 
 async def read_chat_request(request: Request, settings: Settings) -> ChatRequest:
