@@ -8,11 +8,19 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import approvals, concurrency, converter, endtoend, hardening, startup
+from bench import approvals, concurrency, converter, endtoend, hardening, scaleout, startup
 from bench.core import ROOT, SIZES, Figure, Size, machine, raise_open_file_limit, table
 from bench.servers import serve
 
-BENCHMARKS = ("converter", "endtoend", "concurrency", "approvals", "startup", "hardening")
+BENCHMARKS = (
+    "converter",
+    "endtoend",
+    "concurrency",
+    "approvals",
+    "startup",
+    "hardening",
+    "scaleout",
+)
 
 
 def run(size: Size, only: tuple[str, ...] = BENCHMARKS) -> list[Figure]:
@@ -37,6 +45,7 @@ def run(size: Size, only: tuple[str, ...] = BENCHMARKS) -> list[Figure]:
     step("concurrency", lambda: concurrency.run(size))
     step("startup", lambda: startup.run(size))
     step("hardening", lambda: hardening.run(size))
+    step("scaleout", lambda: scaleout.run(size))
     return figures
 
 

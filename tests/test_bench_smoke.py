@@ -19,9 +19,12 @@ BENCHMARKS = (
     "5 start-up",
     "6 load shedding /stream",
     "6 event-loop lag /stream",
+    "7 scale-out: 2 workers",
+    "7 scale-out: store",
+    "7 scale-out: two instances",
 )
 # These start fresh servers every run: size.load_runs runs, not size.runs.
-LOAD_BENCHMARKS = ("3 ", "6 load shedding")
+LOAD_BENCHMARKS = ("3 ", "6 load shedding", "7 scale-out: 2 workers")
 
 
 def test_every_benchmark_yields_figures_and_the_table(tmp_path: Path) -> None:
