@@ -62,7 +62,8 @@ def log_error(
 class RequestError(Exception):
     """A request the server refuses, with the HTTP status and a message for the client."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, *, retry_after: int | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.retry_after = retry_after  # seconds, for a 503: sent as `Retry-After`

@@ -19,12 +19,17 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.sessions import BaseSessionService, InMemorySessionService, Session
 
+from adk_stream_protocol.errors import RequestError
+
 if TYPE_CHECKING:
     from google.adk.sessions.database_session_service import DatabaseSessionService
     from sqlalchemy.engine import Connection
     from sqlalchemy.exc import DBAPIError
 
 logger = logging.getLogger(__name__)
+
+# How soon a client should retry when the store is busy (Retry-After of the 503).
+STORE_RETRY_AFTER_SECONDS = 2
 
 # The PostgreSQL advisory lock under which ``prepare`` creates ADK's tables, so that processes
 # starting together create them one at a time. A fixed key of ours: the first 8 bytes of
@@ -101,7 +106,21 @@ class ChatSessions:
             await database.prepare_tables()
 
     async def open(self, user_id: str, chat_id: str) -> Session:
-        """The chat's session, created on its first message."""
+        """The chat's session, created on its first message. A store that cannot take the
+        request now (its connections all busy, or unreachable) is a 503, not a failure."""
+        try:
+            return await self._open(user_id, chat_id)
+        except Exception as exc:
+            if not _store_unavailable(exc):
+                raise
+            logger.warning("session store unavailable chat=%s: %s", chat_id, type(exc).__name__)
+            raise RequestError(
+                503,
+                "the chat store is busy; try again shortly",
+                retry_after=STORE_RETRY_AFTER_SECONDS,
+            ) from exc
+
+    async def _open(self, user_id: str, chat_id: str) -> Session:
         session = await self._get(user_id, chat_id)
         if session is not None:
             return session
@@ -124,6 +143,17 @@ class ChatSessions:
         return await self.service.get_session(
             app_name=self.app_name, user_id=user_id, session_id=chat_id
         )
+
+
+def _store_unavailable(exc: BaseException) -> bool:
+    """The store's connection pool timed out, or its server cannot be reached."""
+    if isinstance(exc, OSError):  # connection refused or reset
+        return True
+    try:
+        from sqlalchemy import exc as sql
+    except ImportError:  # pragma: no cover - depends on the installed extras
+        return False
+    return isinstance(exc, sql.TimeoutError | sql.OperationalError | sql.InterfaceError)
 
 
 def _database_service(service: BaseSessionService) -> DatabaseSessionService | None:

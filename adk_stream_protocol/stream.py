@@ -101,7 +101,7 @@ async def stream(request: Request, user_id: Annotated[str, Depends(current_user)
         if not isinstance(exc, RequestError):
             raise
         logger.info("stream request refused status=%s reason=%s", exc.status, exc.message)
-        return JSONResponse({"detail": exc.message}, status_code=exc.status)
+        return _refused(exc)
     return _event_stream(sink.body(turn), bridge.settings)
 
 
@@ -123,7 +123,8 @@ def _chat_key(user_id: str, chat_id: str) -> ChatKey:
 
 
 def _refused(exc: RequestError) -> JSONResponse:
-    return JSONResponse({"detail": exc.message}, status_code=exc.status)
+    headers = {"retry-after": str(exc.retry_after)} if exc.retry_after is not None else None
+    return JSONResponse({"detail": exc.message}, status_code=exc.status, headers=headers)
 
 
 _JSON_ERROR: dict[str, Any] = {"content": {"application/json": {"schema": {"type": "object"}}}}

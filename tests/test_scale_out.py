@@ -24,7 +24,14 @@ import httpx
 import pytest
 from google.adk.events import Event
 
-from tests.real_client import CLIENTS, assistant_messages, checked, run_real_client, tool_parts
+from tests.real_client import (
+    CLIENTS,
+    assistant_messages,
+    checked,
+    run_real_client,
+    text_of,
+    tool_parts,
+)
 from tests.support import (
     LiveServer,
     SocketClosed,
@@ -411,3 +418,30 @@ def test_two_workers_on_a_fresh_database_start_and_answer(
                     client.close()
             assert statuses == [200, 409]
             assert tool_runs(stored_events(postgres_url, chat), "transfer") == 1
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_the_real_live_transport_resumes_on_the_other_instance(
+    pair: tuple[LiveServer, LiveServer], client: str
+) -> None:
+    a, b = pair
+    chat = new_chat("live-real-resume")
+    first = a.connect(f"/live?chatId={chat}")
+    try:
+        first.send(json.dumps({"type": "message", **chat_body(chat, user_message("hello", "u1"))}))
+        start = json.loads(first.recv(TIMEOUT).removeprefix("data: "))
+    finally:
+        first.close()  # the page reloads mid-answer, against B: useChat({ resume: true })
+    job = {
+        "api": b.base_url.replace("http://", "ws://") + "/live",
+        "transport": "ws",
+        "client": client,
+        "chatId": chat,
+        "steps": [{"action": "resume"}, {"action": "send", "text": "hi"}],
+    }
+    report = checked(job, run_real_client(job))
+    assert report["status"] == "ready", report
+    resumed, answer = assistant_messages(report)
+    assert resumed["id"] == start["messageId"]
+    assert text_of(resumed), "the replayed answer has its text"
+    assert text_of(answer), "then the socket serves the chat"

@@ -25,6 +25,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
+from adk_stream_protocol.errors import RequestError
 from adk_stream_protocol.sessions import (
     TABLES_LOCK_KEY,
     ChatSessions,
@@ -337,6 +338,31 @@ async def test_two_processes_opening_one_new_chat_get_the_same_session(
     assert rows == 1
     assert caplog.text.count("chat created by another process") == 1
     assert caplog.text.count(f"chat created user={user}") == 1
+
+
+@pytest.mark.asyncio
+async def test_a_store_with_no_free_connection_is_a_503_not_a_failure(postgres_url: str) -> None:
+    """Past its pool (every connection in use for longer than the pool's timeout), opening a
+    chat is refused with 503 and Retry-After: a busy server, not a broken request."""
+    from google.adk.sessions.database_session_service import DatabaseSessionService
+
+    service = DatabaseSessionService(
+        asyncpg_url(postgres_url), pool_size=1, max_overflow=0, pool_timeout=0.2
+    )
+    sessions = ChatSessions(service, "chats")
+    try:
+        await sessions.prepare()
+        await sessions.open("user-pool", "chat-1")
+        async with service.db_engine.connect() as held:  # the pool's one connection
+            await held.execute(text("SELECT 1"))
+            with pytest.raises(RequestError) as refused:
+                await sessions.open("user-pool", "chat-2")
+        assert refused.value.status == 503
+        assert refused.value.retry_after is not None
+        assert "busy" in refused.value.message
+        assert (await sessions.open("user-pool", "chat-2")).id == "chat-2", "free again"
+    finally:
+        await close(sessions)
 
 
 def test_a_turn_on_postgres_is_continued_by_another_instance(

@@ -154,6 +154,14 @@ export class WebSocketChatTransport<UI_MESSAGE extends UIMessage>
   #response: OpenResponse | undefined;
   #sending = false;
   #pingTimer: ReturnType<typeof setInterval> | undefined;
+  // A resume waiting for the server's answer: the active response's first frame, or `no-active`.
+  #resuming:
+    | {
+        abortSignal: AbortSignal | undefined;
+        resolve: (stream: ReadableStream<UIMessageChunk> | null) => void;
+        reject: (error: unknown) => void;
+      }
+    | undefined;
   // Frames are handled one after another (validation is async), so chunks,
   // [DONE], control frames and the socket's close keep their wire order.
   #queue: Promise<void> = Promise.resolve();
@@ -194,28 +202,7 @@ export class WebSocketChatTransport<UI_MESSAGE extends UIMessage>
         trigger,
         messageId, // dropped by JSON.stringify when undefined, as in DefaultChatTransport
       };
-      let response!: OpenResponse;
-      const stream = new ReadableStream<UIMessageChunk>({
-        start: controller => {
-          let end!: () => void;
-          const ended = new Promise<void>(resolve => (end = resolve));
-          const onAbort = () => this.#stop(response, 'user_abort');
-          abortSignal?.addEventListener('abort', onAbort, { once: true });
-          response = {
-            socket,
-            controller,
-            streamOpen: true,
-            frames: 0,
-            approvalRequested: false,
-            ended,
-            end,
-            detachAbort: () => abortSignal?.removeEventListener('abort', onAbort),
-          };
-        },
-        // The consumer stopped reading (e.g. the chat failed on an `error` chunk).
-        cancel: () => this.#stop(response, 'stream_cancelled'),
-      });
-      this.#response = response;
+      const { response, stream } = this.#openResponse(socket, abortSignal);
       try {
         socket.send(JSON.stringify(frame));
         // Closed between opening and sending: its close event found no response to fail.
@@ -235,9 +222,72 @@ export class WebSocketChatTransport<UI_MESSAGE extends UIMessage>
     }
   }
 
-  /** Nothing to resume: a response lives only as long as its socket. */
-  async reconnectToStream(): Promise<ReadableStream<UIMessageChunk> | null> {
-    return null;
+  /**
+   * `useChat({ resume: true })`: a socket opened with `resume=true` gets the chat's active
+   * response (one whose socket left, on any instance; replayed from its start, then live)
+   * or `no-active`, and then serves the chat as usual.
+   */
+  async reconnectToStream({
+    chatId,
+    abortSignal,
+  }: Parameters<ChatTransport<UI_MESSAGE>['reconnectToStream']>[0]): Promise<
+    ReadableStream<UIMessageChunk> | null
+  > {
+    abortSignal?.throwIfAborted();
+    // This transport's own socket holds the chat: nothing else can be answering it.
+    if (chatId === this.#chatId && this.#socket?.readyState === OPEN) return null;
+    if (this.#sending) throw new Error('WebSocketChatTransport: a request is already being sent');
+    this.#sending = true;
+    try {
+      if (chatId !== this.#chatId) this.#closeSocket(1000, 'switching chat');
+      while (this.#response) await this.#response.ended;
+      const answer = new Promise<ReadableStream<UIMessageChunk> | null>((resolve, reject) => {
+        this.#resuming = { abortSignal, resolve, reject };
+      });
+      this.#chatId = chatId;
+      this.#opening ??= this.#openWithRetries(chatId, true).finally(
+        () => (this.#opening = undefined),
+      );
+      try {
+        await this.#opening;
+      } catch (error) {
+        this.#resuming = undefined;
+        throw error;
+      }
+      return await answer;
+    } finally {
+      this.#sending = false;
+    }
+  }
+
+  /** The consumer's stream of one response on `socket`, made the open response. */
+  #openResponse(
+    socket: WebSocketLike,
+    abortSignal: AbortSignal | undefined,
+  ): { response: OpenResponse; stream: ReadableStream<UIMessageChunk> } {
+    let response!: OpenResponse;
+    const stream = new ReadableStream<UIMessageChunk>({
+      start: controller => {
+        let end!: () => void;
+        const ended = new Promise<void>(resolve => (end = resolve));
+        const onAbort = () => this.#stop(response, 'user_abort');
+        abortSignal?.addEventListener('abort', onAbort, { once: true });
+        response = {
+          socket,
+          controller,
+          streamOpen: true,
+          frames: 0,
+          approvalRequested: false,
+          ended,
+          end,
+          detachAbort: () => abortSignal?.removeEventListener('abort', onAbort),
+        };
+      },
+      // The consumer stopped reading (e.g. the chat failed on an `error` chunk).
+      cancel: () => this.#stop(response, 'stream_cancelled'),
+    });
+    this.#response = response;
+    return { response, stream };
   }
 
   /** Sends microphone audio of the current chat: PCM16 little-endian mono. */
@@ -273,7 +323,7 @@ export class WebSocketChatTransport<UI_MESSAGE extends UIMessage>
     return this.#opening;
   }
 
-  async #openWithRetries(chatId: string): Promise<WebSocketLike> {
+  async #openWithRetries(chatId: string, resume = false): Promise<WebSocketLike> {
     const Socket =
       this.#options.WebSocket ??
       (globalThis.WebSocket as unknown as WebSocketConstructor | undefined);
@@ -286,7 +336,7 @@ export class WebSocketChatTransport<UI_MESSAGE extends UIMessage>
     const { retries, delayMs } = this.#options.reconnect ?? { retries: 2, delayMs: 500 };
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.#open(Socket, chatId);
+        return await this.#open(Socket, chatId, resume);
       } catch (error) {
         if (attempt >= retries) throw error;
         await sleep(delayMs);
@@ -294,8 +344,8 @@ export class WebSocketChatTransport<UI_MESSAGE extends UIMessage>
     }
   }
 
-  #open(Socket: WebSocketConstructor, chatId: string): Promise<WebSocketLike> {
-    const url = this.#urlFor(chatId);
+  #open(Socket: WebSocketConstructor, chatId: string, resume: boolean): Promise<WebSocketLike> {
+    const url = this.#urlFor(chatId, resume);
     return new Promise((resolve, reject) => {
       const socket = new Socket(url, this.#options.protocols);
       let opened = false;
@@ -329,11 +379,12 @@ export class WebSocketChatTransport<UI_MESSAGE extends UIMessage>
     });
   }
 
-  #urlFor(chatId: string): string {
+  #urlFor(chatId: string, resume: boolean): string {
     const url = new URL(this.#options.url, globalThis.location?.href);
     if (url.protocol === 'http:') url.protocol = 'ws:';
     if (url.protocol === 'https:') url.protocol = 'wss:';
     url.searchParams.set('chatId', chatId);
+    if (resume) url.searchParams.set('resume', 'true');
     return url.toString();
   }
 
@@ -370,6 +421,12 @@ export class WebSocketChatTransport<UI_MESSAGE extends UIMessage>
     const data = sseData(frame);
     if (data === undefined) return this.#onControlFrame(frame);
 
+    const resuming = this.#resuming;
+    if (resuming != null && this.#response == null) {
+      // The first frame of the active response this socket asked to resume.
+      this.#resuming = undefined;
+      resuming.resolve(this.#openResponse(socket, resuming.abortSignal).stream);
+    }
     const response = this.#response;
     // No request open (or it went out on another socket): not part of protocol v1, dropped.
     if (response == null || response.socket !== socket) return;
@@ -429,6 +486,11 @@ export class WebSocketChatTransport<UI_MESSAGE extends UIMessage>
       return; // neither SSE nor JSON: not a protocol frame
     }
     if (control == null || typeof control !== 'object') return;
+    if (control.type === 'no-active' && this.#resuming != null) {
+      this.#resuming.resolve(null); // nothing to resume; the socket now serves the chat
+      this.#resuming = undefined;
+      return;
+    }
     const response = this.#response;
     if (control.type === 'error' && response != null) {
       // Refused before it started (e.g. "a response is still streaming"):
@@ -443,6 +505,10 @@ export class WebSocketChatTransport<UI_MESSAGE extends UIMessage>
   }
 
   #onClose(socket: WebSocketLike, error: Error): void {
+    if (this.#resuming != null) {
+      this.#resuming.reject(error); // e.g. 4409: another socket holds the chat
+      this.#resuming = undefined;
+    }
     const response = this.#response;
     // Between responses nothing is lost: the next request reconnects.
     if (response == null || response.socket !== socket) return;
