@@ -20,6 +20,7 @@ from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 import redis.asyncio as redis
+from redis.exceptions import RedisError
 
 from adk_stream_protocol.chunks import ErrorChunk
 from adk_stream_protocol.coordination import ChatKey, ChatLease
@@ -70,7 +71,12 @@ def _entries(reply: Any) -> list[Entry]:
 
 
 class RedisResponseLog:
-    """One response's stream, written by the process running it."""
+    """One response's stream, written by the process running it.
+
+    Written behind: ``append`` hands the events to one writer task and returns, so the
+    response reaches its own client without waiting for Redis, and events that pile up
+    while a write is under way go together in the next round trip (under load, fewer and
+    larger writes). ``close`` waits for everything to be written before the end marker."""
 
     def __init__(self, logs: RedisChunkLogs, chat: ChatKey, stream: str, pointer: str) -> None:
         self._logs = logs
@@ -78,20 +84,46 @@ class RedisResponseLog:
         self._stream = stream
         self._pointer = pointer  # the pointer's value while this log is the active one
         self._closed = False
+        self._unwritten: list[bytes] = []
+        self._more = asyncio.Event()
+        self._writer: asyncio.Task[None] | None = None
 
     async def append(self, events: Sequence[bytes]) -> None:
-        if not events:
+        if not events or self._closed:
             return
-        async with self._logs.client.pipeline(transaction=False) as pipe:
-            for event in events:
-                pipe.xadd(self._stream, {EVENT_FIELD: event})
-            pipe.expire(self._stream, SAFETY_TTL_SECONDS)
-            await pipe.execute()
+        self._unwritten.extend(events)
+        self._more.set()
+        if self._writer is None:
+            self._writer = asyncio.create_task(self._write(), name=f"chunk-log:{self._chat[1]}")
+
+    async def _write(self) -> None:
+        first = True
+        while True:
+            await self._more.wait()
+            self._more.clear()
+            while self._unwritten:
+                batch, self._unwritten = self._unwritten, []
+                try:
+                    async with self._logs.client.pipeline(transaction=False) as pipe:
+                        for event in batch:
+                            pipe.xadd(self._stream, {EVENT_FIELD: event})
+                        if first:
+                            pipe.expire(self._stream, SAFETY_TTL_SECONDS)
+                        await pipe.execute()
+                    first = False
+                except RedisError:
+                    # Resumers miss these events; the response's own client does not.
+                    logger.warning("chat=%s chunk log write failed", self._chat[1], exc_info=True)
+            if self._closed:
+                return
 
     async def close(self) -> None:
         if self._closed:
             return
         self._closed = True
+        if self._writer is not None:
+            self._more.set()
+            await self._writer
         await self._logs.close_script(
             keys=[self._stream, self._logs.keys.active(self._chat)],
             args=[self._logs.log_ttl_ms, self._pointer],
@@ -105,10 +137,14 @@ class RedisChunkLogs:
         client: redis.Redis,
         keys: RedisKeys,
         *,
+        reader: redis.Redis | None = None,
         lease_ttl_seconds: float,
         log_ttl_seconds: float,
     ) -> None:
         self.client = client
+        # Followers block a connection each while they wait: their own pool, so they never
+        # hold up the short commands of the responses being written.
+        self.reader = reader or client
         self.keys = keys
         self.log_ttl_ms = max(1, round(log_ttl_seconds * 1000))
         # How long a follower waits for an entry before it checks the producer's lease; well
@@ -160,7 +196,7 @@ class RedisChunkLogs:
         after = b"0-0"
         while True:
             entries = _entries(
-                await self.client.xread({stream: after}, count=READ_BATCH, block=self._block_ms)
+                await self.reader.xread({stream: after}, count=READ_BATCH, block=self._block_ms)
             )
             if cancelled_meanwhile():
                 raise asyncio.CancelledError

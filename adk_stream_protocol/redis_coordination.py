@@ -129,10 +129,12 @@ class RedisCoordination:
         keys: RedisKeys,
         signals: Signals,
         *,
+        reader: redis.Redis,
         lease_ttl_seconds: float,
         log_ttl_seconds: float,
     ) -> None:
         self.client = client
+        self.reader = reader
         self._signals = signals
         self._leases = RedisChatLeases(client, keys, signals, lease_ttl_seconds)
         self.coordination = Coordination(
@@ -140,7 +142,11 @@ class RedisCoordination:
             pending=RedisPendingCalls(keys, signals),
             stops=RedisStopSignals(keys, signals),
             chunk_logs=RedisChunkLogs(
-                client, keys, lease_ttl_seconds=lease_ttl_seconds, log_ttl_seconds=log_ttl_seconds
+                client,
+                keys,
+                reader=reader,
+                lease_ttl_seconds=lease_ttl_seconds,
+                log_ttl_seconds=log_ttl_seconds,
             ),
         )
 
@@ -150,6 +156,7 @@ class RedisCoordination:
             await self._signals.close()
         finally:
             await self.client.aclose()
+            await self.reader.aclose()
 
 
 def _where(url: str) -> str:
@@ -172,7 +179,8 @@ def _redacted(text: str, url: str) -> str:
     return text
 
 
-MAX_CONNECTIONS = 1000
+COMMAND_CONNECTIONS = 32
+READER_CONNECTIONS = 1000
 
 
 async def connect_redis_coordination(
@@ -180,9 +188,15 @@ async def connect_redis_coordination(
 ) -> RedisCoordination:
     """Connect (PING first, so a wrong URL stops the server at start-up) and subscribe."""
     try:
-        # Each resumer blocks one connection while it waits for more of its log; redis-py's
-        # default pool (100) would refuse the 101st. `?max_connections=` in the URL wins.
-        client = redis.from_url(url, max_connections=MAX_CONNECTIONS)
+        # Short commands share a few connections: a burst of responses waits a moment for one
+        # instead of opening hundreds (each new connection costs a handshake). Resumers block
+        # one connection each while they wait for more of their log, so they have a pool of
+        # their own, larger than redis-py's default (100). `?max_connections=` in the URL
+        # sets both.
+        client = redis.Redis.from_pool(
+            redis.BlockingConnectionPool.from_url(url, max_connections=COMMAND_CONNECTIONS)
+        )
+        reader = redis.from_url(url, max_connections=READER_CONNECTIONS)
     except ValueError as exc:
         raise RuntimeError(f"not a Redis URL: {_redacted(str(exc), url)}") from None
     try:
@@ -193,6 +207,7 @@ async def connect_redis_coordination(
             await signals.start()
     except (RedisError, OSError, TimeoutError) as exc:
         await client.aclose()
+        await reader.aclose()
         reason = _redacted(str(exc), url) or type(exc).__name__
         raise RuntimeError(f"Redis is not reachable at {_where(url)}: {reason}") from None
     logger.info("coordination in Redis at %s under %s", _where(url), prefix)
@@ -200,6 +215,7 @@ async def connect_redis_coordination(
         client,
         keys,
         signals,
+        reader=reader,
         lease_ttl_seconds=lease_ttl_seconds,
         log_ttl_seconds=log_ttl_seconds,
     )

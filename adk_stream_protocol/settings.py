@@ -88,6 +88,11 @@ class Settings(BaseSettings):
     # How long a request waits for an earlier request on the same chat to finish.
     chat_busy_timeout_seconds: float = 5.0
 
+    @field_validator("redis_url", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: object) -> object:
+        return None if value == "" else value  # `ADK_STREAM_REDIS_URL=` turns Redis off
+
     @field_validator("cors_origins", "trusted_hosts", mode="before")
     @classmethod
     def _split_list(cls, value: object) -> object:

@@ -462,6 +462,40 @@ class StreamResult:
         return "".join(c["delta"] for c in self.chunks if c["type"] == "reasoning-delta")
 
 
+class StreamReading:
+    """A streamed response read as it arrives: its first event, then the rest."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.response = response
+        self._lines = response.iter_lines()
+
+    def first_event(self) -> dict[str, Any]:
+        for line in self._lines:
+            if line.startswith("data: "):
+                event: dict[str, Any] = json.loads(line.removeprefix("data: "))
+                return event
+        raise AssertionError("the stream ended before its first event")
+
+    def rest(self) -> list[str]:
+        """The payloads after the first event, to the end of the response."""
+        return sse_payloads("\n".join(self._lines) + "\n")
+
+
+@contextmanager
+def streaming(
+    server: LiveServer, body: Any, headers: Mapping[str, str] | None = None
+) -> Iterator[StreamReading]:
+    """``POST /stream`` on the wire, to read while the response is still being written."""
+    with httpx.stream(
+        "POST", f"{server.base_url}/stream", json=body, headers=headers, timeout=HTTP_TIMEOUT
+    ) as response:
+        yield StreamReading(response)
+
+
+def chunks_of(payloads: list[str]) -> list[dict[str, Any]]:
+    return [json.loads(p) for p in payloads if p != "[DONE]"]
+
+
 def post_stream(target: Target, body: Any, **kwargs: Any) -> StreamResult:
     """POST to /stream and read the whole response; every chunk is checked (see below)."""
     return stream_result(target.http.post("/stream", json=body, **kwargs))

@@ -9,7 +9,6 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.apps import user_from_header
@@ -18,11 +17,12 @@ from tests.support import (
     LiveServer,
     SocketClosed,
     chat_body,
+    chunks_of,
     in_process_app,
     post_stream,
     serve_in_thread,
-    sse_payloads,
     stream_result,
+    streaming,
     user_message,
 )
 
@@ -49,32 +49,6 @@ def resumable(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         keep_alive_seconds=0.2,
     ) as server:
         yield server
-
-
-def events(body: str) -> list[str]:
-    """The data payloads, keep-alive comments left out (they depend on timing)."""
-    return sse_payloads(body)
-
-
-class Reading:
-    """A streamed response read line by line: its first event, then the rest."""
-
-    def __init__(self, response: httpx.Response) -> None:
-        self.response = response
-        self._lines = response.iter_lines()
-
-    def first_event(self) -> str:
-        for line in self._lines:
-            if line.startswith("data: "):
-                return line.removeprefix("data: ")
-        raise AssertionError("the stream ended before its first event")
-
-    def rest(self) -> str:
-        return "\n".join(self._lines) + "\n"
-
-
-def first_event(response: httpx.Response) -> str:
-    return Reading(response).first_event()
 
 
 def resume(server: LiveServer | InProcessApp, chat_id: str, headers: dict[str, str]) -> Any:
@@ -114,11 +88,8 @@ def test_stopping_a_chat_with_nothing_running_is_204(app: InProcessApp) -> None:
 
 def test_resume_replays_from_start_and_follows_to_done(resumable: LiveServer) -> None:
     body = chat_body("follow", user_message("slow 1", "u2"))
-    with httpx.stream(
-        "POST", f"{resumable.base_url}/stream", json=body, headers=ALICE, timeout=TIMEOUT
-    ) as original:
-        reading = Reading(original)
-        start = json.loads(reading.first_event())
+    with streaming(resumable, body, ALICE) as reading:
+        start = reading.first_event()
         assert start["type"] == "start"
         resumed = resume(resumable, "follow", ALICE)
         rest = reading.rest()
@@ -130,16 +101,14 @@ def test_resume_replays_from_start_and_follows_to_done(resumable: LiveServer) ->
     assert result.payloads[-1] == "[DONE]"
     assert result.of_type("tool-output-available")[0]["output"] == {"waited": 1.0}
     # The same events the original client got, in the same order.
-    assert result.payloads[1:] == events(rest)
+    assert result.payloads[1:] == rest
     assert resume(resumable, "follow", ALICE).status_code == 204, "ended: nothing to resume"
 
 
 def test_a_dropped_client_leaves_the_run_going(resumable: LiveServer) -> None:
     body = chat_body("dropped", user_message("slow 1", "u3"))
-    with httpx.stream(
-        "POST", f"{resumable.base_url}/stream", json=body, headers=ALICE, timeout=TIMEOUT
-    ) as original:
-        assert json.loads(first_event(original))["type"] == "start"
+    with streaming(resumable, body, ALICE) as reading:
+        assert reading.first_event()["type"] == "start"
     # The client has gone; the response has not.
     resumed = stream_result(resume(resumable, "dropped", ALICE))
     assert resumed.of_type("start"), "replayed from its start"
@@ -150,24 +119,15 @@ def test_a_dropped_client_leaves_the_run_going(resumable: LiveServer) -> None:
 
 def test_another_user_cannot_see_or_stop_the_response(resumable: LiveServer) -> None:
     body = chat_body("private", user_message("slow 1", "u4"))
-    with httpx.stream(
-        "POST", f"{resumable.base_url}/stream", json=body, headers=ALICE, timeout=TIMEOUT
-    ) as original:
-        reading = Reading(original)
+    with streaming(resumable, body, ALICE) as reading:
         reading.first_event()
         other = resume(resumable, "private", BOB)
         assert other.status_code == 204, "to Bob, Alice's chat looks like one never seen"
         assert resumable.http.delete("/stream/private/stream", headers=BOB).status_code == 204
-        result = stream_result(_rest_of(reading))
-    assert result.of_type("tool-output-available")[0]["output"] == {"waited": 1.0}
-    assert not result.of_type("abort"), "Bob's stop did not reach Alice's chat"
-
-
-def _rest_of(reading: Reading) -> httpx.Response:
-    """The rest of a streamed response as a complete one (its first event was read)."""
-    text = "data: " + json.dumps({"type": "start"}) + "\n\n" + reading.rest()
-    response = reading.response
-    return httpx.Response(response.status_code, headers=response.headers, text=text)
+        rest = chunks_of(reading.rest())
+    outputs = [c["output"] for c in rest if c["type"] == "tool-output-available"]
+    assert outputs == [{"waited": 1.0}]
+    assert not [c for c in rest if c["type"] == "abort"], "Bob's stop did not reach Alice's chat"
 
 
 # -- explicit stop -------------------------------------------------------------------------------
@@ -175,15 +135,11 @@ def _rest_of(reading: Reading) -> httpx.Response:
 
 def test_stop_ends_the_active_response_and_frees_the_chat(resumable: LiveServer) -> None:
     body = chat_body("stopped", user_message("slow 30", "u5"))
-    with httpx.stream(
-        "POST", f"{resumable.base_url}/stream", json=body, headers=ALICE, timeout=TIMEOUT
-    ) as original:
-        reading = Reading(original)
+    with streaming(resumable, body, ALICE) as reading:
         reading.first_event()
         assert resumable.http.delete("/stream/stopped/stream", headers=ALICE).status_code == 204
-        rest = reading.rest()
-    payloads = events(rest)
-    chunks = [json.loads(p) for p in payloads if p != "[DONE]"]
+        payloads = reading.rest()
+    chunks = chunks_of(payloads)
     types = [c["type"] for c in chunks]
     assert "abort" in types, types
     assert "error" not in types, "a stop is not a failure"

@@ -38,10 +38,12 @@ from tests.support import (
     answer_approvals,
     assistant_message,
     chat_body,
+    chunks_of,
     post_stream,
     run_server,
     sse_payloads,
     stream_result,
+    streaming,
     user_message,
 )
 
@@ -125,28 +127,6 @@ def tool_runs(events: list[Event], tool_name: str) -> int:
     )
 
 
-class Reading:
-    """A streamed response read line by line: its first event, then the rest."""
-
-    def __init__(self, response: httpx.Response) -> None:
-        self.response = response
-        self._lines = response.iter_lines()
-
-    def first_event(self) -> dict[str, Any]:
-        for line in self._lines:
-            if line.startswith("data: "):
-                event: dict[str, Any] = json.loads(line.removeprefix("data: "))
-                return event
-        raise AssertionError("the stream ended before its first event")
-
-    def rest(self) -> list[str]:
-        return sse_payloads("\n".join(self._lines) + "\n")
-
-
-def chunks_of(payloads: list[str]) -> list[dict[str, Any]]:
-    return [json.loads(p) for p in payloads if p != "[DONE]"]
-
-
 # -- exactly once ---------------------------------------------------------------------------------
 
 
@@ -193,10 +173,7 @@ def test_requests_on_one_chat_never_run_at_once_across_instances(
     a, b = pair
     chat = new_chat("overlap")
     first = user_message("slow 1", "u1")
-    with httpx.stream(
-        "POST", f"{a.base_url}/stream", json=chat_body(chat, first), timeout=TIMEOUT
-    ) as running:
-        reading = Reading(running)
+    with streaming(a, chat_body(chat, first)) as reading:
         assert reading.first_event()["type"] == "start"
         started = time.monotonic()
         # B waits for A's run to end, then answers; A's response is not disturbed.
@@ -219,8 +196,8 @@ def test_the_real_client_resumes_on_the_other_instance(
     a, b = pair
     chat = new_chat("resume")
     body = chat_body(chat, user_message("slow 2", "u1"))
-    with httpx.stream("POST", f"{a.base_url}/stream", json=body, timeout=TIMEOUT) as original:
-        start = Reading(original).first_event()
+    with streaming(a, body) as reading:
+        start = reading.first_event()
     # A's client is gone; the page reloads against B: useChat({ resume: true }).
     job = {
         "api": f"{b.base_url}/stream",
@@ -244,8 +221,7 @@ def test_resume_from_the_other_instance_replays_then_follows(
     a, b = pair
     chat = new_chat("follow")
     body = chat_body(chat, user_message("slow 1", "u1"))
-    with httpx.stream("POST", f"{a.base_url}/stream", json=body, timeout=TIMEOUT) as original:
-        reading = Reading(original)
+    with streaming(a, body) as reading:
         start = reading.first_event()
         resumed = b.http.get(f"/stream/{chat}/stream")
         rest = reading.rest()
@@ -262,8 +238,7 @@ def test_a_stop_on_one_instance_stops_the_response_on_the_other(
     a, b = pair
     chat = new_chat("stop")
     body = chat_body(chat, user_message("slow 30", "u1"))
-    with httpx.stream("POST", f"{a.base_url}/stream", json=body, timeout=TIMEOUT) as original:
-        reading = Reading(original)
+    with streaming(a, body) as reading:
         reading.first_event()
         started = time.monotonic()
         assert b.http.delete(f"/stream/{chat}/stream").status_code == 204
@@ -354,10 +329,8 @@ def test_resumers_of_a_killed_producer_get_an_error_and_the_chat_answers_again(
     chat = new_chat("killed")
     with run_server(tmp_path_factory.mktemp("producer"), env) as producer:
         body = chat_body(chat, user_message("slow 60", "u1"))
-        with httpx.stream(
-            "POST", f"{producer.base_url}/stream", json=body, timeout=TIMEOUT
-        ) as original:
-            Reading(original).first_event()
+        with streaming(producer, body) as reading:
+            reading.first_event()
             with httpx.stream("GET", f"{b.base_url}/stream/{chat}/stream", timeout=TIMEOUT) as (
                 resumed
             ):
