@@ -27,6 +27,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -90,11 +91,60 @@ def cluster(database: str) -> dict[str, str]:
 # -- 1 worker vs 2 ------------------------------------------------------------------------------
 
 
+def _processes() -> Iterator[tuple[int, str, int, float]]:
+    """(pid, command name, parent pid, CPU seconds so far) of every process."""
+    tick = os.sysconf("SC_CLK_TCK")
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # gone meanwhile
+            continue
+        head, _, rest = text.rpartition(")")
+        fields = rest.split()
+        pid, comm = int(head.split(" (", 1)[0]), head.split(" (", 1)[1]
+        yield pid, comm, int(fields[1]), (int(fields[11]) + int(fields[12])) / tick
+
+
+Snapshot = dict[tuple[str, int], float]  # (role, pid) -> CPU seconds so far
+
+
+def cpu_snapshot(server: Server) -> Snapshot:
+    """CPU seconds so far of the server's processes (uvicorn and its workers), of PostgreSQL's
+    and Redis's (the services), and of the whole machine (busy time over all cores)."""
+    snapshot: Snapshot = {}
+    for pid, comm, ppid, cpu in _processes():
+        if server.pid in (pid, ppid):
+            snapshot["server", pid] = cpu
+        elif comm in ("postgres", "redis-server"):
+            snapshot["services", pid] = cpu
+    first = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    idle = int(first[3]) + int(first[4])
+    busy = sum(int(v) for v in first[:8]) - idle
+    snapshot["machine", 0] = busy / os.sysconf("SC_CLK_TCK")
+    return snapshot
+
+
+def cpu_used(before: Snapshot, after: Snapshot) -> dict[str, float]:
+    """CPU seconds by role between two snapshots. A process that started meanwhile counts
+    from zero; one that ended is missed (a PostgreSQL backend closed during the load)."""
+    used = {"server": 0.0, "services": 0.0, "machine": 0.0}
+    for (role, pid), cpu in after.items():
+        used[role] += cpu - before.get((role, pid), 0.0)
+    return used
+
+
 class Load:
-    def __init__(self, replies: list[Reply], seconds: float, client_cpu: float) -> None:
+    def __init__(
+        self, replies: list[Reply], seconds: float, client_cpu: float, cpu: dict[str, float]
+    ) -> None:
         self.replies = replies
         self.seconds = seconds
         self.client_cpu = client_cpu  # seconds of CPU this process used sending and reading
+        self.cpu = cpu  # seconds of CPU by role during the load (``cpu_used``)
+
+    def share(self, role: str) -> float:
+        """CPU of a role over the load, in percent of one core."""
+        return 100 * self.cpu[role] / self.seconds
 
     def served(self) -> list[Reply]:
         return [r for r in self.replies if r.status == 200 and r.ok]
@@ -116,10 +166,11 @@ async def _load(size: Size, server: Server) -> Load:
         for _ in range(4):  # warm-up, on every worker with luck
             await ask(http, server, prompt)
     requests = [raw_request(server, request_body(prompt)) for _ in range(size.streams)]
+    before = cpu_snapshot(server)
     cpu, start = time.process_time(), time.perf_counter()
     replies = await asyncio.gather(*(raw_post(server, r) for r in requests))
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-    return Load(list(replies), seconds, cpu)
+    return Load(list(replies), seconds, cpu, cpu_used(before, cpu_snapshot(server)))
 
 
 def run_workers(size: Size) -> list[Figure]:
@@ -133,12 +184,15 @@ def run_workers(size: Size) -> list[Figure]:
         cmp,
         goal=1.8,
         note=note,
-        why="the two cores also run the load generator, PostgreSQL and Redis (see its CPU)",
+        why="the machine is busy: see the CPU rows (2 cores = 200%)",
     )
     p50 = Figure(bench, "time to first text p50", "ms", "lower", cmp)
     p99 = Figure(bench, "time to first text p99", "ms", "lower", cmp)
     errors = Figure(bench, "errors", "", "lower", cmp, limit=0)
     generator = Figure(bench, "load generator CPU, share of one core", "%", "lower", cmp)
+    servers = Figure(bench, "server processes' CPU, share of one core", "%", "higher", cmp)
+    services = Figure(bench, "PostgreSQL + Redis CPU, share of one core", "%", "lower", cmp)
+    machine = Figure(bench, "whole machine busy, of 200% (2 cores)", "%", "higher", cmp)
     for r in range(size.load_runs):
         loads: dict[int, Load] = {}
         for workers in (2, 1) if r % 2 == 0 else (1, 2):
@@ -150,16 +204,21 @@ def run_workers(size: Size) -> list[Figure]:
         p99.add(two.first_text_ms(99), one.first_text_ms(99))
         errors.add(two.errors(), one.errors())
         generator.add(100 * two.client_cpu / two.seconds, 100 * one.client_cpu / one.seconds)
+        servers.add(two.share("server"), one.share("server"))
+        services.add(two.share("services"), one.share("services"))
+        machine.add(two.share("machine"), one.share("machine"))
         print(
             f"  run {r + 1}: "
             + ", ".join(
                 f"{w} worker(s): {v.per_second():.0f}/s p50 {v.first_text_ms(50):.0f} ms "
                 f"p99 {v.first_text_ms(99):.0f} ms, errors {v.errors()}, "
-                f"client CPU {v.client_cpu:.1f} s of {v.seconds:.1f} s"
+                f"client CPU {v.client_cpu:.1f} s of {v.seconds:.1f} s, "
+                f"server {v.share('server'):.0f}%, services {v.share('services'):.0f}%, "
+                f"machine {v.share('machine'):.0f}%"
                 for w, v in loads.items()
             )
         )
-    return [rate, p50, p99, errors, generator]
+    return [rate, p50, p99, errors, generator, servers, services, machine]
 
 
 # -- PostgreSQL vs SQLite -----------------------------------------------------------------------

@@ -60,6 +60,24 @@ def test_cors_allows_the_configured_origins(identity_app: InProcessApp) -> None:
     assert "access-control-allow-origin" not in refused.headers
 
 
+def test_cors_lets_a_page_of_another_origin_stop_a_response(identity_app: InProcessApp) -> None:
+    preflight = identity_app.http.options(
+        "/stream/c1/stream",
+        headers={
+            "origin": "http://app.test",
+            "access-control-request-method": "DELETE",
+            "access-control-request-headers": "x-test-user",
+        },
+    )
+    assert preflight.status_code == 200
+    assert "DELETE" in preflight.headers["access-control-allow-methods"]
+    stopped = identity_app.http.delete(
+        "/stream/c1/stream", headers={"origin": "http://app.test", "x-test-user": "alice"}
+    )
+    assert stopped.status_code == 204
+    assert stopped.headers["access-control-allow-origin"] == "http://app.test"
+
+
 def test_session_store_urls(tmp_path: Path) -> None:
     assert isinstance(create_session_service("memory://"), InMemorySessionService)
     sqlite = create_session_service(f"sqlite:///{tmp_path}/nested/dir/chats.db")
