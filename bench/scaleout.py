@@ -184,7 +184,7 @@ def run_workers(size: Size) -> list[Figure]:
         cmp,
         goal=1.8,
         note=note,
-        why="the machine is busy: see the CPU rows (2 cores = 200%)",
+        why="the 2 cores are busy (see the CPU rows): the workers get 1.65x one worker's CPU",
     )
     p50 = Figure(bench, "time to first text p50", "ms", "lower", cmp)
     p99 = Figure(bench, "time to first text p99", "ms", "lower", cmp)
