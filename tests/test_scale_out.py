@@ -418,3 +418,54 @@ def test_the_real_live_transport_resumes_on_the_other_instance(
     assert resumed["id"] == start["messageId"]
     assert text_of(resumed), "the replayed answer has its text"
     assert text_of(answer), "then the socket serves the chat"
+
+
+# -- a lease lost under its holder ----------------------------------------------------------------
+
+
+def _drop_lease(env: dict[str, str], chat: str) -> None:
+    """What a holder stalled past the TTL finds: its lease gone (another may take the chat)."""
+    import redis
+
+    from adk_stream_protocol.redis_signals import RedisKeys
+
+    keys = RedisKeys(f"{env['ADK_STREAM_REDIS_KEY_PREFIX']}:{APP_NAME}")
+    client = redis.Redis.from_url(env["ADK_STREAM_REDIS_URL"])
+    try:
+        assert client.delete(keys.lease((USER, chat))) == 1, "the chat's lease was not held"
+    finally:
+        client.close()
+
+
+def test_a_run_whose_lease_lapsed_stops(
+    pair: tuple[LiveServer, LiveServer], env: dict[str, str]
+) -> None:
+    a, _ = pair
+    chat = new_chat("lease-lost")
+    with streaming(a, chat_body(chat, user_message("slow 30", "u1"))) as reading:
+        reading.first_event()
+        _drop_lease(env, chat)
+        lost = time.monotonic()
+        rest = reading.rest()
+    assert time.monotonic() - lost < LEASE_TTL_SECONDS + 3, "noticed at the next renewal"
+    types = [c["type"] for c in chunks_of(rest)]
+    assert "abort" in types and "tool-output-available" not in types, types
+
+
+def test_a_live_socket_whose_lease_lapsed_is_closed(
+    pair: tuple[LiveServer, LiveServer], env: dict[str, str]
+) -> None:
+    a, _ = pair
+    chat = new_chat("live-lease-lost")
+    socket = a.connect(f"/live?chatId={chat}")
+    try:
+        socket.send(json.dumps({"type": "ping", "timestamp": 1}))
+        assert json.loads(socket.recv(TIMEOUT))["type"] == "pong"
+        _drop_lease(env, chat)
+        with pytest.raises(SocketClosed) as closed:
+            while True:
+                socket.recv(LEASE_TTL_SECONDS + 3)
+        assert closed.value.code == 1011
+        assert "connect again" in closed.value.reason
+    finally:
+        socket.close()
