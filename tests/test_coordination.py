@@ -203,7 +203,7 @@ class Listener:
         self._arrived.set()
 
     async def next(self) -> WaitingCall:
-        await self._arrived.wait()
+        await asyncio.wait_for(self._arrived.wait(), LONG)
         self._arrived.clear()
         return self.calls[-1]
 

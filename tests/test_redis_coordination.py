@@ -20,10 +20,11 @@ import pytest
 import pytest_asyncio
 import redis.asyncio as redis
 
-from adk_stream_protocol.coordination import ChatKey, WaitingCall
+from adk_stream_protocol.coordination import ChatKey
 from adk_stream_protocol.redis_chunk_logs import PRODUCER_GONE_EVENT
 from adk_stream_protocol.redis_coordination import RedisCoordination, connect_redis_coordination
 from adk_stream_protocol.redis_signals import RedisKeys
+from tests.test_coordination import Listener
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAT: ChatKey = ("user:1/ü*?[x]", "chat-1")  # a user id with every kind of character
@@ -124,21 +125,6 @@ asyncio.run(main())
     async def kill(self) -> None:
         self.process.send_signal(signal.SIGKILL)
         await self.process.wait()
-
-
-class Listener:
-    def __init__(self) -> None:
-        self.calls: list[WaitingCall] = []
-        self._arrived = asyncio.Event()
-
-    def __call__(self, call: WaitingCall) -> None:
-        self.calls.append(call)
-        self._arrived.set()
-
-    async def next(self) -> WaitingCall:
-        await within(BOUND, self._arrived.wait())
-        self._arrived.clear()
-        return self.calls[-1]
 
 
 async def read_all(events: AsyncIterator[bytes]) -> list[bytes]:

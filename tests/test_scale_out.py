@@ -271,6 +271,15 @@ def test_a_chat_live_on_one_instance_is_refused_on_the_other(
         first.close()
 
 
+def _send_message(socket: Any, chat: str, text: str, message_id: str) -> None:
+    socket.send(json.dumps({"type": "message", **chat_body(chat, user_message(text, message_id))}))
+
+
+def _first_chunk(socket: Any) -> dict[str, Any]:
+    chunk: dict[str, Any] = json.loads(socket.recv(TIMEOUT).removeprefix("data: "))
+    return chunk
+
+
 def _frames_until_done(socket: Any) -> list[dict[str, Any]]:
     chunks = []
     while (frame := socket.recv(TIMEOUT)) != "data: [DONE]\n\n":
@@ -285,8 +294,8 @@ def test_a_live_response_resumes_on_a_socket_of_the_other_instance(
     chat = new_chat("live-resume")
     first = a.connect(f"/live?chatId={chat}")
     try:
-        first.send(json.dumps({"type": "message", **chat_body(chat, user_message("hello", "u1"))}))
-        start = json.loads(first.recv(TIMEOUT).removeprefix("data: "))
+        _send_message(first, chat, "hello", "u1")
+        start = _first_chunk(first)
     finally:
         first.close()  # the socket leaves mid-answer
     second = b.connect(f"/live?chatId={chat}&resume=true")
@@ -294,7 +303,7 @@ def test_a_live_response_resumes_on_a_socket_of_the_other_instance(
         chunks = _frames_until_done(second)
         assert chunks[0] == start
         assert chunks[-1]["type"] == "finish" and chunks[-1]["finishReason"] == "stop"
-        second.send(json.dumps({"type": "message", **chat_body(chat, user_message("hi", "u2"))}))
+        _send_message(second, chat, "hi", "u2")
         after = _frames_until_done(second)
         assert after[0]["type"] == "start" and after[-1]["type"] == "finish"
     finally:
@@ -308,8 +317,8 @@ def test_a_stop_reaches_a_live_socket_on_the_other_instance(
     chat = new_chat("live-stop")
     socket = a.connect(f"/live?chatId={chat}")
     try:
-        socket.send(json.dumps({"type": "message", **chat_body(chat, user_message("hello", "u1"))}))
-        assert json.loads(socket.recv(TIMEOUT).removeprefix("data: "))["type"] == "start"
+        _send_message(socket, chat, "hello", "u1")
+        assert _first_chunk(socket)["type"] == "start"
         assert b.http.delete(f"/stream/{chat}/stream").status_code == 204
         chunks = _frames_until_done(socket)
     finally:
@@ -401,8 +410,8 @@ def test_the_real_live_transport_resumes_on_the_other_instance(
     chat = new_chat("live-real-resume")
     first = a.connect(f"/live?chatId={chat}")
     try:
-        first.send(json.dumps({"type": "message", **chat_body(chat, user_message("hello", "u1"))}))
-        start = json.loads(first.recv(TIMEOUT).removeprefix("data: "))
+        _send_message(first, chat, "hello", "u1")
+        start = _first_chunk(first)
     finally:
         first.close()  # the page reloads mid-answer, against B: useChat({ resume: true })
     job = {
