@@ -132,4 +132,5 @@ class ResponseSlots:
             503,
             f"the server is busy ({self._capacity} responses at once); "
             f"try again in {self.RETRY_AFTER_SECONDS} s",
+            retry_after=self.RETRY_AFTER_SECONDS,
         )

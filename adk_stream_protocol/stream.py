@@ -85,13 +85,8 @@ async def stream(request: Request, user_id: Annotated[str, Depends(current_user)
     bridge = bridge_of(request.app.state)
     slots = bridge.response_slots
     if not slots.try_acquire():
-        exc = slots.busy_error()
         logger.warning("stream request shed: %s responses open", slots.in_use)
-        return JSONResponse(
-            {"detail": exc.message},
-            status_code=exc.status,
-            headers={"retry-after": str(slots.RETRY_AFTER_SECONDS)},
-        )
+        return _refused(slots.busy_error())
     sink = QueueSink()
     try:
         chat = await read_chat_request(request, bridge.settings)
@@ -158,11 +153,7 @@ async def resume_stream(
         return _refused(exc)
     slots = bridge.response_slots
     if not slots.try_acquire():
-        return JSONResponse(
-            {"detail": slots.busy_error().message},
-            status_code=503,
-            headers={"retry-after": str(slots.RETRY_AFTER_SECONDS)},
-        )
+        return _refused(slots.busy_error())
     try:
         events = await bridge.coordination.chunk_logs.follow(chat)
     except BaseException:

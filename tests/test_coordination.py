@@ -389,7 +389,7 @@ class Reader:
     async def until(self, count: int) -> list[bytes]:
         while len(self.received) < count:
             self._got.clear()
-            await self._got.wait()
+            await asyncio.wait_for(self._got.wait(), LONG)
         return self.received
 
 

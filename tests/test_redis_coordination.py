@@ -24,7 +24,7 @@ from adk_stream_protocol.coordination import ChatKey
 from adk_stream_protocol.redis_chunk_logs import PRODUCER_GONE_EVENT
 from adk_stream_protocol.redis_coordination import RedisCoordination, connect_redis_coordination
 from adk_stream_protocol.redis_signals import RedisKeys
-from tests.test_coordination import Listener
+from tests.test_coordination import Listener, Reader, read_all
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAT: ChatKey = ("user:1/ü*?[x]", "chat-1")  # a user id with every kind of character
@@ -125,32 +125,6 @@ asyncio.run(main())
     async def kill(self) -> None:
         self.process.send_signal(signal.SIGKILL)
         await self.process.wait()
-
-
-async def read_all(events: AsyncIterator[bytes]) -> list[bytes]:
-    return [event async for event in events]
-
-
-class Reader:
-    """Follows a log in a task of its own (as in ``test_coordination.py``)."""
-
-    def __init__(self, events: AsyncIterator[bytes]) -> None:
-        self.events = events
-        self.received: list[bytes] = []
-        self._got = asyncio.Event()
-        self.task = asyncio.create_task(self._run())
-
-    async def _run(self) -> list[bytes]:
-        async for event in self.events:
-            self.received.append(event)
-            self._got.set()
-        return self.received
-
-    async def until(self, count: int) -> list[bytes]:
-        while len(self.received) < count:
-            self._got.clear()
-            await within(BOUND, self._got.wait())
-        return self.received
 
 
 # -- connecting ----------------------------------------------------------------------------------
