@@ -31,7 +31,7 @@ from tests.support import (
     in_process_app,
     post_stream,
     serve_in_thread,
-        stored_state,
+    stored_state,
     user_message,
 )
 
