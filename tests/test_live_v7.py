@@ -130,6 +130,12 @@ def test_malformed_frames_get_an_error_for_their_request(socket: V7Socket) -> No
         "bad messages": {"type": "send", "id": "c-1", "headers": {}, "body": {},
                          "trigger": "submit-message", "messages": [{"role": "user"}]},
         "bad chat id": {"type": "resume", "id": "../etc", "headers": {}, "body": {}},
+        # The body is the rest of the chat request, as on /stream: checked the same way.
+        "bad body": {"type": "send", "id": "c-1", "headers": {}, "body": {"aiSdk": 8},
+                     "trigger": "submit-message", "messages": [user_message("Hi", "u-1")]},
+        "headers not strings": {"type": "send", "id": "c-1", "headers": {"x": 1}, "body": {},
+                                "trigger": "submit-message",
+                                "messages": [user_message("Hi", "u-1")]},
         "bad sequence": {"type": "resume", "id": "c-1", "headers": {}, "body": {},
                          "lastSequence": -2},
     }  # fmt: skip
@@ -139,6 +145,8 @@ def test_malformed_frames_get_an_error_for_their_request(socket: V7Socket) -> No
         reply = socket.reply(request_id)
         assert [f["type"] for f in reply.frames] == ["error"], (name, reply.frames)
         assert reply.frames[0]["errorText"], name
+        if name == "bad body":
+            assert "aiSdk" in reply.frames[0]["errorText"]
     # The socket still serves.
     assert socket.reply(socket.send(new_chat(), user_message("Hi", "u-1"))).last == "end"
 
