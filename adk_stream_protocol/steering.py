@@ -20,8 +20,8 @@ from adk_stream_protocol.history import is_steering
 
 
 class SteeringPlugin(BasePlugin):
-    """Before each model call of a ``run_async``: the steering added to this invocation is in
-    the model's input."""
+    """Before each model call of a ``run_async``: the steering added to this invocation since
+    the model last answered is in the model's input."""
 
     def __init__(self) -> None:
         super().__init__(name="adk_stream_protocol_steering")
@@ -29,15 +29,32 @@ class SteeringPlugin(BasePlugin):
     async def before_model_callback(
         self, *, callback_context: CallbackContext, llm_request: LlmRequest
     ) -> LlmResponse | None:
-        invocation_id = callback_context.invocation_id
-        for event in callback_context.session.events:
-            if event.invocation_id != invocation_id or not is_steering(event):
-                continue
-            content = event.content.parts if event.content else None
-            parts = [p for p in content or [] if not p.function_response]
-            if parts and not any(_holds(c, parts) for c in llm_request.contents):
+        for parts in _unanswered_steering(callback_context):
+            # What follows the model's last content: the results it is about to read, and the
+            # steering if ADK kept it (it does when the steering shares an event with results).
+            last_model = max(
+                (i for i, c in enumerate(llm_request.contents) if c.role == "model"), default=-1
+            )
+            tail = llm_request.contents[last_model + 1 :]
+            if not any(_holds(c, parts) for c in tail):
                 llm_request.contents.append(types.Content(role="user", parts=parts))
         return None
+
+
+def _unanswered_steering(context: CallbackContext) -> list[list[types.Part]]:
+    """The steering of this invocation stored after the model's last answer in it: once the
+    model has answered, ADK keeps the steering in the history it builds."""
+    found: list[list[types.Part]] = []
+    for event in context.session.events:
+        if event.invocation_id != context.invocation_id:
+            continue
+        if event.author != "user" and event.content and event.content.role == "model":
+            found = []  # the model answered after these
+        elif is_steering(event) and event.content:
+            parts = [p for p in event.content.parts or [] if not p.function_response]
+            if parts:
+                found.append(parts)
+    return found
 
 
 def _holds(content: types.Content, parts: list[types.Part]) -> bool:
