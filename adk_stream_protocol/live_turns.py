@@ -215,9 +215,9 @@ class LiveTurn:
         """What the client's message answers (refused with ``RequestError`` if nothing)."""
         view = _TurnPending(self, await self._pending.waiting(self._chat))
         answers = collect_answers(message, view)
+        take_steering(answers, message, self._steered)
         if not (answers.empty() and self._backlog):  # a backlog is worth a response
             check_complete(answers, message.id, view)
-        take_steering(answers, message, self._steered)
         return answers
 
     async def apply_answers(self, answers: Answers) -> None:

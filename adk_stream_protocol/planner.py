@@ -2,7 +2,8 @@
 
 ``collect_answers`` and ``check_complete`` are the one set of rules for what a continuation
 answers (approvals, browser results), on both transports: each reads what is pending through
-a ``PendingView``.
+a ``PendingView``. ``take_steering`` adds the steering messages that ride with the answers
+(docs/adr/0022).
 
 ``plan_turn`` (``/stream``) compares the client's message list with the session's history and
 returns a ``TurnPlan``: the message id to stream under, the new content for ADK (never history the
@@ -256,6 +257,12 @@ def take_steering(answers: Answers, message: UIMessage, used: Collection[str]) -
 def check_complete(answers: Answers, message_id: str, view: PendingView) -> None:
     """Refuse a continuation that answers nothing, or only part of a step: ADK would call
     the model with some calls still open."""
+    if answers.empty() and answers.steering_ids:
+        raise RequestError(
+            409,
+            f"message {message_id!r} adds a steering message but answers no pending approval "
+            "or tool call, so there is no turn to add it to; send it in a user message",
+        )
     if answers.empty():
         raise RequestError(
             409,
@@ -311,8 +318,8 @@ def _continue(
     calls = turn_calls(current_turn(history))
     view = StoredPending(calls)
     answers = collect_answers(last, view)
-    check_complete(answers, last.id, view)
     take_steering(answers, last, used_steering_ids(history))
+    check_complete(answers, last.id, view)
     plan = TurnPlan(
         message_id=last.id,
         new_message=None,

@@ -491,3 +491,20 @@ def test_live_steering_is_answered_once_when_the_model_has_answered(app: InProce
     assert text.count('You said: "hello there"') == 1, text
     assert text.index("Sent 20 USD to Bob") < text.index("hello there")
     assert third.of_type("finish")[0]["finishReason"] == "stop"
+
+
+def test_steering_that_resumes_nothing_is_refused_saying_so(
+    app: InProcessApp, recording_app: InProcessApp
+) -> None:
+    chat = Chat(recording_app, "hello")
+    lone = with_steering(chat.assistant(), steering("st-f", "more"))
+    result = chat.send(lone)
+    assert result.status == 409
+    assert "steering message" in result.body and "user message" in result.body
+    with LiveSocket(app, new_chat()) as socket:
+        first = socket.message(user_message("hello", "u-1"))
+        refused = socket.message(
+            user_message("hello", "u-1"), with_steering(assistant_message(first), lone["parts"][-1])
+        )
+    (error,) = refused.of_type("error")
+    assert "steering message" in error["errorText"]
