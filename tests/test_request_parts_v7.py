@@ -35,6 +35,7 @@ from adk_stream_protocol.ui_messages import (
     TextUIPart,
     parse_chat_request,
 )
+from tests.ai7_socket import V7Socket
 from tests.support import (
     InProcessApp,
     LiveSocket,
@@ -468,6 +469,28 @@ def test_steering_in_earlier_messages_is_history(recording_app: InProcessApp) ->
     body = chat_body(chat.id, chat.user, earlier, user_message("again", "u-2"))
     assert post_stream(recording_app, body).status == 200
     assert "user:stale" not in shown(RECORDED[0])
+
+
+def test_steering_over_an_ai7_socket_reaches_the_resumed_turn_once(
+    recording_app: InProcessApp,
+) -> None:
+    # ai 7's own transport (a /live socket without ?chatId=) runs the same request turn.
+    socket = V7Socket(recording_app)
+    try:
+        chat_id, user = new_chat(), user_message("pay 5", "u-1")
+        asked = socket.reply(socket.send(chat_id, user)).stream()
+        answer = with_steering(
+            answer_approvals(assistant_message(asked), True), steering("v", "ok")
+        )
+        RECORDED.clear()
+        done = socket.reply(socket.send(chat_id, user, answer, messageId=answer["id"]))
+        assert done.last == "end", done.frames
+        assert shown(RECORDED[0])[-2:] == ["user:FR pay", "user:ok"]
+        assert "heard: ok" in done.stream().text()
+        again = socket.reply(socket.send(chat_id, user, answer, messageId=answer["id"]))
+        assert again.last == "error", "nothing is waiting, and the steering was taken"
+    finally:
+        socket.close()
 
 
 # -- /live: the demo agent --------------------------------------------------------------------
