@@ -1,12 +1,13 @@
-"""Steering messages in a resumed ``/stream`` turn (docs/adr/0022).
+"""Steering messages in a resumed ``run_async`` turn: ``POST /stream`` and ai 7's socket
+(docs/adr/0022).
 
 A continuation's steering messages are stored as a user event in the paused invocation
 (``TurnPlan.prior_tool_results``, stamped with their ids), because ADK refuses a message that
 holds text beside the function responses that resume the run. ADK keeps that event in the
-history of later turns, where it sits after the tool results, but when it builds the model
-request of the resumed step itself, it drops every event between a call and the result that
-ends the history. ``SteeringPlugin`` puts such steering back, at the end, so that the model
-reads it with the results, in the same turn.
+history it builds for later model calls, after the tool results; but in the request of the
+resumed step itself, it drops every event that holds no result between the call and the
+result that ends the history. ``SteeringPlugin`` puts such steering back, at the end, so that
+the model reads it with the results, in the same turn.
 """
 
 from __future__ import annotations
