@@ -40,16 +40,19 @@ ensure_node_packages() {
   fi
 }
 
-# ensure_built DIR: `npm run build` in DIR when its sources (or the client's) changed.
+# ensure_built DIR [SCRIPT OUT]: `npm run SCRIPT` (default `build`) in DIR when its sources (or
+# the client's) changed since it last wrote DIR/OUT (default `dist`). The playground has two:
+# `build` (ai 7, dist/) and `build:v6` (ai 6, dist-v6/, for the browser tests).
 ensure_built() {
-  local dir="$ROOT/$1"
-  local stamp="$dir/dist/.built"
+  local dir="$ROOT/$1" script="${2:-build}" out="${3:-dist}"
+  local stamp="$dir/$out/.built"
   local want
-  want="$(find "$dir/src" "$dir/index.html" "$dir/package-lock.json" "$ROOT/client/src" \
+  want="$(find "$dir/src" "$dir/index.html" "$dir/package.json" "$dir/package-lock.json" \
+    "$dir/vite.config.js" "$dir"/tsconfig*.json "$ROOT/client/src" \
     -type f -print0 2>/dev/null | sort -z | xargs -0 cat | sha256sum | cut -d' ' -f1)"
   if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-    echo "Building $1..." >&2
-    (cd "$dir" && npm run build --silent)
+    echo "Building $1 ($script)..." >&2
+    (cd "$dir" && npm run "$script" --silent)
     echo "$want" > "$stamp"
   fi
 }

@@ -3,15 +3,22 @@ import { useEffect, useMemo, useState } from 'react';
 import { BgmPlayer } from './audio';
 import { createPlaygroundChat } from './chat';
 import { ChatView } from './ChatView';
-import { initialTransport, type TransportKind } from './config';
+import { AI_VERSION, initialTransport, TRANSPORTS, type TransportKind } from './config';
 import { useStore } from './store';
 
 const bgm = new BgmPlayer();
 
+const LABELS: Record<TransportKind, string> = {
+  stream: 'POST /stream (SSE)',
+  live: 'WS /live',
+  voice: 'WS /live · voice',
+};
+
 export function App() {
   const [kind, setKind] = useState<TransportKind>(initialTransport);
   const [chatId, setChatId] = useState(() => generateId());
-  // One Chat (and, on /live, one WebSocket) per chat id; switching starts a new chat.
+  // One Chat per chat id (and with our transport one WebSocket); switching starts a new chat.
+  // ai 7's WebSocketChatTransport is one for the page: every chat on `live` shares its socket.
   const session = useMemo(() => createPlaygroundChat(kind, chatId, bgm), [kind, chatId]);
   useEffect(() => () => session.dispose(), [session]);
 
@@ -24,9 +31,12 @@ export function App() {
   return (
     <div className="app">
       <header>
-        <h1>adk-stream-protocol playground</h1>
+        <h1>
+          adk-stream-protocol playground{' '}
+          <small data-testid="ai-version">ai {AI_VERSION}</small>
+        </h1>
         <div className="switch" role="group" aria-label="Transport" data-testid="transport-switch">
-          {(['stream', 'live'] as const).map(option => (
+          {TRANSPORTS.map(option => (
             <button
               key={option}
               type="button"
@@ -35,15 +45,14 @@ export function App() {
               className={kind === option ? 'active' : ''}
               onClick={() => choose(option)}
             >
-              {option === 'stream' ? 'POST /stream (SSE)' : 'WS /live'}
+              {LABELS[option]}
             </button>
           ))}
         </div>
         <div className="endpoint">
-          transport: <b data-testid="active-transport">/{kind}</b>{' '}
-          <code data-testid="endpoint">
-            {kind === 'stream' ? 'POST' : 'WS'} {session.endpoint}
-          </code>
+          transport: <b data-testid="active-transport">{kind}</b>{' '}
+          <span data-testid="transport-name">{session.transportName}</span>{' '}
+          <code data-testid="endpoint">{session.endpoint}</code>
           <button type="button" data-testid="new-chat-button" onClick={() => setChatId(generateId())}>
             New chat
           </button>

@@ -8,8 +8,10 @@ import { useStore } from './store';
 export function ChatView({ session }: { session: PlaygroundChat }) {
   const { messages, status, error, sendMessage, regenerate, addToolApprovalResponse } = useChat({
     chat: session.chat,
-    // A reloaded page picks up an answer still being written (204 when there is none).
-    resume: session.kind === 'stream',
+    // A reloaded page picks up an answer still being written (nothing when there is none):
+    // a GET on /stream, a `resume` frame on ai 7's socket. Not with ours: its resume would
+    // open the chat's live session (run_live) as the page loads.
+    resume: !session.voice,
   });
   const [text, setText] = useState('');
   const [files, setFiles] = useState<FileList | undefined>();
@@ -93,7 +95,7 @@ export function ChatView({ session }: { session: PlaygroundChat }) {
             Send
           </button>
         )}
-        {session.live && <MicButton session={session} busy={busy} />}
+        {session.voice && <MicButton session={session} busy={busy} />}
       </form>
       {files?.length ? (
         <div className="attachments" data-testid="attachment-list">
@@ -118,7 +120,7 @@ function StatusLine({ session, status }: { session: PlaygroundChat; status: stri
       <span>
         chat: <code data-testid="chat-id">{session.chat.id}</code>
       </span>
-      {session.live && (
+      {session.voice && (
         <span data-testid="pcm-status" data-chunks={pcm.chunks} data-audio={pcm.audio}>
           voice audio: {pcm.chunks} chunks, {pcm.seconds.toFixed(1)} s
           {pcm.sampleRate ? ` at ${pcm.sampleRate} Hz` : ''}
@@ -131,7 +133,7 @@ function StatusLine({ session, status }: { session: PlaygroundChat; status: stri
 type MicState = 'idle' | 'starting' | 'recording' | 'stopping';
 
 /**
- * /live voice: open the request with a message that has no text (a data-voice
+ * Voice (our transport): open the request with a message that has no text (a data-voice
  * part), then audio_control start, 100 ms PCM16 frames, audio_control stop.
  */
 function MicButton({ session, busy }: { session: PlaygroundChat; busy: boolean }) {
@@ -144,7 +146,7 @@ function MicButton({ session, busy }: { session: PlaygroundChat; busy: boolean }
   useEffect(() => () => capture.current?.stop(), []);
 
   async function start() {
-    const transport = session.live!;
+    const transport = session.voice!;
     setProblem(undefined);
     setFrames(0);
     setState('starting');
@@ -175,7 +177,7 @@ function MicButton({ session, busy }: { session: PlaygroundChat; busy: boolean }
   }
 
   async function stopRecording() {
-    const transport = session.live!;
+    const transport = session.voice!;
     setState('stopping');
     capture.current?.stop(); // hands over the last partial frame
     capture.current = undefined;
@@ -198,7 +200,7 @@ function MicButton({ session, busy }: { session: PlaygroundChat; busy: boolean }
         data-recording={String(recording)}
         disabled={state === 'starting' || state === 'stopping' || (busy && !recording)}
         onClick={() => void (recording ? stopRecording() : start())}
-        title="Talk to the agent (/live)"
+        title="Talk to the agent (/live, the live model)"
       >
         {recording ? 'Stop talking' : 'Talk'}
       </button>

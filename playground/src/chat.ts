@@ -8,8 +8,9 @@ import {
   type ChatTransport,
 } from 'ai';
 import { WebSocketChatTransport } from 'adk-stream-protocol-client';
+import { StockWebSocketChatTransport } from './ai7-only';
 import { BgmPlayer, PcmPlayer } from './audio';
-import { liveUrl, streamUrl, type TransportKind } from './config';
+import { liveUrl, streamUrl, usesOurTransport, type TransportKind } from './config';
 import type { PlaygroundMessage } from './types';
 
 /** Tools the server hands to the browser (ADK long-running tools of the demo agent). */
@@ -41,11 +42,14 @@ export function currentLocation(): Promise<LocationOutput> {
 
 export interface PlaygroundChat {
   kind: TransportKind;
+  /** What the page talks to, as shown: `POST /stream`, `WS ws://host/live`... */
   endpoint: string;
+  /** The transport's class and its package. */
+  transportName: string;
   chat: Chat<PlaygroundMessage>;
-  /** Only on /live: the transport, for the microphone's audio frames. */
-  live: WebSocketChatTransport<PlaygroundMessage> | undefined;
-  /** Resolves once the next request has gone out (the /live `message` frame is sent). */
+  /** Only with our transport: it, for the microphone's audio frames. */
+  voice: WebSocketChatTransport<PlaygroundMessage> | undefined;
+  /** Resolves once the next request has gone out (our `message` frame is sent). */
   nextRequestSent(): Promise<void>;
   /** Stops the answer on the server too (see README: stop() alone only stops reading). */
   stop(): Promise<void>;
@@ -53,16 +57,59 @@ export interface PlaygroundChat {
   dispose(): void;
 }
 
+let stockTransport: (ChatTransport<PlaygroundMessage> & { close(): void }) | undefined;
+
+/** ai 7's WebSocketChatTransport: one for the page, shared by every chat on /live. It opens
+ * its socket (`ws://host/live`, no chat id) on the first request and keeps it. */
+function sharedStockTransport(): ChatTransport<PlaygroundMessage> {
+  const Stock = StockWebSocketChatTransport;
+  if (!Stock) throw new Error('this ai has no WebSocketChatTransport');
+  if (!stockTransport) {
+    stockTransport = new Stock<PlaygroundMessage>({ url: liveUrl() });
+    window.addEventListener('pagehide', () => stockTransport?.close());
+  }
+  return stockTransport;
+}
+
+function chooseTransport(
+  kind: TransportKind,
+  id: string,
+): Pick<PlaygroundChat, 'endpoint' | 'transportName' | 'voice'> & {
+  inner: ChatTransport<PlaygroundMessage>;
+} {
+  if (kind === 'stream') {
+    const api = streamUrl();
+    return {
+      inner: new DefaultChatTransport<PlaygroundMessage>({ api }),
+      voice: undefined,
+      endpoint: `POST ${api}`,
+      transportName: 'DefaultChatTransport (ai)',
+    };
+  }
+  const url = liveUrl();
+  if (usesOurTransport(kind)) {
+    const voice = new WebSocketChatTransport<PlaygroundMessage>({ url });
+    return {
+      inner: voice,
+      voice,
+      endpoint: `WS ${url}?chatId=${id}`,
+      transportName: 'WebSocketChatTransport (adk-stream-protocol-client)',
+    };
+  }
+  return {
+    inner: sharedStockTransport(),
+    voice: undefined,
+    endpoint: `WS ${url}`,
+    transportName: 'WebSocketChatTransport (ai)',
+  };
+}
+
 export function createPlaygroundChat(
   kind: TransportKind,
   id: string,
   bgm: BgmPlayer,
 ): PlaygroundChat {
-  const endpoint = kind === 'live' ? liveUrl() : streamUrl();
-  const live =
-    kind === 'live' ? new WebSocketChatTransport<PlaygroundMessage>({ url: endpoint }) : undefined;
-  const inner: ChatTransport<PlaygroundMessage> =
-    live ?? new DefaultChatTransport<PlaygroundMessage>({ api: endpoint });
+  const { inner, voice, endpoint, transportName } = chooseTransport(kind, id);
 
   // The microphone must not send audio before the request it belongs to.
   let waiters: { resolve: () => void; reject: (error: unknown) => void }[] = [];
@@ -126,23 +173,25 @@ export function createPlaygroundChat(
   return {
     kind,
     endpoint,
+    transportName,
     chat,
-    live,
+    voice,
     nextRequestSent: () =>
       new Promise<void>((resolve, reject) => waiters.push({ resolve, reject })),
     pcm,
     async stop() {
       if (kind === 'stream') {
         // Responses may be resumable: a closed connection no longer stops the run, so the
-        // server is told (on /live, the transport's interrupt frame does it).
-        void fetch(`${endpoint}/${encodeURIComponent(id)}/stream`, { method: 'DELETE' }).catch(
+        // server is told. On /live the transport says it: ai 7's sends `abort`, ours
+        // `interrupt`.
+        void fetch(`${streamUrl()}/${encodeURIComponent(id)}/stream`, { method: 'DELETE' }).catch(
           () => undefined,
         );
       }
       await chat.stop();
     },
     dispose() {
-      live?.close();
+      voice?.close(); // the shared ai 7 transport stays open for the next chat
       pcm.close();
     },
   };

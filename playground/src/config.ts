@@ -1,15 +1,41 @@
-// Where the API lives. By default the page's own origin (the FastAPI server serves
-// this page at `/`, or `vite preview` proxies to it). `?api=http://127.0.0.1:8000`
-// points the page at another server (that server needs ADK_STREAM_CORS_ORIGINS for
-// POST /stream). `?transport=live` opens the page on /live.
+// Where the API lives, and how the page talks to it. By default the API is the page's own
+// origin (the FastAPI server serves this page at `/`, or `vite preview` proxies to it).
+// `?api=http://127.0.0.1:8000` points the page at another server (that server needs
+// ADK_STREAM_CORS_ORIGINS for POST /stream). `?transport=live` or `?transport=voice` opens the
+// page on that transport.
+import { StockWebSocketChatTransport } from './ai7-only';
 
-export type TransportKind = 'stream' | 'live';
+/**
+ * - `stream`: POST /stream with ai's DefaultChatTransport;
+ * - `live`: WS /live with ai 7's own WebSocketChatTransport (on ai 6, which has none, ours);
+ * - `voice`: WS /live?chatId= with our transport (adk-stream-protocol-client): the
+ *   microphone, spoken answers and interrupts, on the live model. ai 7 only: on ai 6 that is
+ *   what `live` is.
+ */
+export type TransportKind = 'stream' | 'live' | 'voice';
+
+/** The `ai` package this build of the page bundles (vite.config.js). */
+export const AI_VERSION = __AI_VERSION__;
+
+export const TRANSPORTS: readonly TransportKind[] = StockWebSocketChatTransport
+  ? ['stream', 'live', 'voice']
+  : ['stream', 'live'];
+
+/** Whether a transport is ours (adk-stream-protocol-client, `?chatId=`, voice). */
+export function usesOurTransport(kind: TransportKind): boolean {
+  return kind === 'voice' || (kind === 'live' && !StockWebSocketChatTransport);
+}
 
 const params = new URLSearchParams(window.location.search);
 const apiBase = (params.get('api') ?? '').replace(/\/+$/, '');
 
-export const initialTransport: TransportKind =
-  params.get('transport') === 'live' ? 'live' : 'stream';
+function initial(): TransportKind {
+  const asked = params.get('transport');
+  if (asked === 'voice' && !TRANSPORTS.includes('voice')) return 'live'; // ai 6: live is ours
+  return TRANSPORTS.find(kind => kind === asked) ?? 'stream';
+}
+
+export const initialTransport: TransportKind = initial();
 
 export function streamUrl(): string {
   return `${apiBase}/stream`;

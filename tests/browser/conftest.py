@@ -2,10 +2,11 @@
 the built playground at `/` (docs/adr/0016-browser-tests.md).
 
 Fixtures: one headless Chromium for all the browser tests; the TEXT server is the run's `server`
-(`server:app` serves the built playground by default) and the AUDIO server the run's
-`audio_server` (tests/conftest.py); per test a fresh browser context with the playground open on
-a new chat. When a test fails, a screenshot of each of its pages goes to
-`test-artifacts/browser/`.
+(`server:app` serves the built playground, on ai 7, by default), the AUDIO server the run's
+`audio_server` (tests/conftest.py), and the V6 server one that serves the ai 6 build of the
+page (`playground/dist-v6`); per test the playground open on a new chat, on a `Mode` (the page's
+build and transport: tests/browser/playground.py). When a test fails, a screenshot of each of
+its pages goes to `test-artifacts/browser/`.
 
 The browser is scoped to this package (the whole run of the browser tests, then released), not
 to the pytest session: Playwright's sync API keeps an asyncio loop marked as running on the main
@@ -29,12 +30,16 @@ from playwright.sync_api import (
     Error,
     Page,
     Playwright,
+    WebSocket,
     expect,
     sync_playwright,
 )
 
-from tests.browser.playground import Playground
-from tests.support import PLAYGROUND_DIST, ROOT, LiveServer
+from tests.browser.playground import AI7, Mode, Playground, SocketLog
+from tests.support import PLAYGROUND_DIST, ROOT, LiveServer, ServerPool
+
+# The ai 6 build of the playground (`npm run build:v6` in playground/).
+PLAYGROUND_DIST_V6 = ROOT / "playground" / "dist-v6"
 
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
@@ -84,21 +89,29 @@ def browser(playwright: Playwright) -> Iterator[Browser]:
     browser.close()
 
 
-def _check_playground_built() -> None:
-    if not (PLAYGROUND_DIST / "index.html").is_file():
+def _check_playground_built(dist: Path = PLAYGROUND_DIST) -> None:
+    if not (dist / "index.html").is_file():
         pytest.fail(
-            f"{PLAYGROUND_DIST} has no build: run scripts/test (it builds the playground) or"
-            " `npm ci && npm run build` in client/ and playground/.",
+            f"{dist} has no build: run scripts/test (it builds the playground) or"
+            " `npm ci && npm run build && npm run build:v6` in playground/ (after `npm ci` in"
+            " client/).",
             pytrace=False,
         )
 
 
 @pytest.fixture(scope="package")
 def text_server(server: LiveServer) -> LiveServer:
-    """The real app serving the playground (its default `ADK_STREAM_PLAYGROUND_DIR`); /live
-    answers in text."""
+    """The real app serving the playground on ai 7 (its default `ADK_STREAM_PLAYGROUND_DIR`);
+    /live answers in text."""
     _check_playground_built()
     return server
+
+
+@pytest.fixture(scope="package")
+def v6_server(servers: ServerPool) -> LiveServer:
+    """The same app (default settings otherwise) serving the ai 6 build of the playground."""
+    _check_playground_built(PLAYGROUND_DIST_V6)
+    return servers.get({"ADK_STREAM_PLAYGROUND_DIR": str(PLAYGROUND_DIST_V6)})
 
 
 @pytest.fixture(scope="package")
@@ -150,13 +163,14 @@ def open_playground(
     shared_page: SharedPage,
     text_server: LiveServer,
 ) -> Iterator[OpenPlayground]:
-    """Opens the playground on a fresh chat: `open_playground("live", base_url=...,
-    **context_options)`. With context options (permissions, geolocation) in a new browser
-    context of its own; without, in the shared page."""
+    """Opens the playground on a fresh chat: `open_playground(mode, base_url=...,
+    **context_options)`. `base_url` defaults to the server of the mode's page (`text_server`
+    for ai 7, `v6_server` for ai 6). With context options (permissions, geolocation) in a new
+    browser context of its own; without, in the shared page."""
     contexts = []
     pages = request.node.stash.setdefault(_PAGES, [])
     console = request.node.stash.setdefault(_CONSOLE, [])
-    listened: list[Page] = []
+    listened: list[tuple[Page, Callable[[WebSocket], None]]] = []
 
     def on_console(message: ConsoleMessage) -> None:
         console.append(f"[{message.type}] {message.text}")
@@ -164,7 +178,7 @@ def open_playground(
     def on_page_error(error: Error) -> None:
         console.append(f"[pageerror] {error}")
 
-    def open_(transport: str, base_url: str | None = None, **options: Any) -> Playground:
+    def open_(mode: Mode, base_url: str | None = None, **options: Any) -> Playground:
         if options or pages:
             context = browser.new_context(**options)
             contexts.append(context)
@@ -175,17 +189,24 @@ def open_playground(
         pages.append(page)
         page.on("console", on_console)
         page.on("pageerror", on_page_error)
-        listened.append(page)
-        query = "?transport=live" if transport == "live" else ""
-        page.goto(f"{base_url or text_server.base_url}/{query}")
-        playground = Playground(page, transport)
+        sockets: list[SocketLog] = []
+
+        def on_websocket(socket: WebSocket) -> None:
+            sockets.append(SocketLog.follow(socket))
+
+        page.on("websocket", on_websocket)
+        listened.append((page, on_websocket))
+        query = "" if mode.transport == "stream" else f"?transport={mode.transport}"
+        page.goto(f"{base_url or page_server_of(request, mode).base_url}/{query}")
+        playground = Playground(page, mode, sockets)
         playground.expect_fresh_chat()
         return playground
 
     yield open_
-    for page in listened:
+    for page, on_websocket in listened:
         page.remove_listener("console", on_console)
         page.remove_listener("pageerror", on_page_error)
+        page.remove_listener("websocket", on_websocket)
     for context in contexts:
         context.close()
     if request.node.stash.get(_FAILED, False):
@@ -195,15 +216,31 @@ def open_playground(
     assert not blocked, "\n".join(blocked)
 
 
-@pytest.fixture(params=["stream", "live"])
-def transport(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
+def page_server_of(request: pytest.FixtureRequest, mode: Mode) -> LiveServer:
+    """The server that serves the mode's build of the page."""
+    name = "text_server" if mode.page == "ai7" else "v6_server"
+    server: LiveServer = request.getfixturevalue(name)
+    return server
+
+
+@pytest.fixture(params=AI7, ids=str)
+def mode(request: pytest.FixtureRequest) -> Mode:
+    """The page and transport a test runs on: by default the ai 7 page on /stream and on
+    /live; a test that runs on others says so with `@pytest.mark.parametrize("mode", ...)`."""
+    chosen: Mode = request.param
+    return chosen
 
 
 @pytest.fixture
-def playground(open_playground: OpenPlayground, transport: str) -> Playground:
-    """The playground on a fresh chat over `transport` (the test runs once per transport)."""
-    return open_playground(transport)
+def page_server(request: pytest.FixtureRequest, mode: Mode) -> LiveServer:
+    """The server of the test's page."""
+    return page_server_of(request, mode)
+
+
+@pytest.fixture
+def playground(open_playground: OpenPlayground, mode: Mode) -> Playground:
+    """The playground on a fresh chat in `mode` (the test runs once per mode)."""
+    return open_playground(mode)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -1,16 +1,78 @@
-"""The playground page as a user sees it: locators by `data-testid` (playground/README.md)."""
+"""The playground page as a user sees it: locators by `data-testid` (playground/README.md).
+
+The playground is built twice (playground/README.md): on ai 7 (`dist/`, what it ships) and on
+ai 6 (`dist-v6/`, from the npm aliases `ai-6` and `@ai-sdk/react-3`). A `Mode` is one build and
+the transport chosen on its switch.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import Locator, Page, WebSocket, expect
+
+
+@dataclass(frozen=True)
+class Mode:
+    page: str  # "ai7" (dist/) or "ai6" (dist-v6/)
+    transport: str  # "stream", "live" or "voice": the page's transport switch
+
+    def __str__(self) -> str:
+        return f"{self.page}-{self.transport}"
+
+    @property
+    def ours(self) -> bool:
+        """Our transport (adk-stream-protocol-client, `/live?chatId=`, the live model): voice,
+        and /live on the ai 6 page, which has no WebSocketChatTransport of its own."""
+        return self.transport == "voice" or (self.transport == "live" and self.page == "ai6")
+
+    @property
+    def transport_name(self) -> str:
+        """What the page says it talks through."""
+        if self.transport == "stream":
+            return "DefaultChatTransport (ai)"
+        if self.ours:
+            return "WebSocketChatTransport (adk-stream-protocol-client)"
+        return "WebSocketChatTransport (ai)"
+
+
+# The page the playground ships, on /stream and on ai 7's own WebSocket transport: every flow.
+AI7 = (Mode("ai7", "stream"), Mode("ai7", "live"))
+# Our transport on the ai 7 page: voice, and what needs the live model (interrupts).
+AI7_VOICE = Mode("ai7", "voice")
+# The ai 6 build, for the main flows: a chat, an approval, browser tools.
+AI6 = (Mode("ai6", "stream"), Mode("ai6", "live"))
+
+
+@dataclass
+class SocketLog:
+    """A WebSocket the page opened, and its text frames (what Playwright observed)."""
+
+    url: str
+    sent: list[str] = field(default_factory=list)
+    received: list[str] = field(default_factory=list)
+
+    @classmethod
+    def follow(cls, socket: WebSocket) -> SocketLog:
+        log = cls(socket.url)
+        socket.on("framesent", lambda payload: log.sent.append(_text(payload)))
+        socket.on("framereceived", lambda payload: log.received.append(_text(payload)))
+        return log
+
+
+def _text(payload: str | bytes) -> str:
+    return payload if isinstance(payload, str) else f"<{len(payload)} bytes>"
 
 
 @dataclass
 class Playground:
     page: Page
-    transport: str  # "stream" or "live"
+    mode: Mode
+    sockets: list[SocketLog]  # every WebSocket the page opened, in order
+
+    @property
+    def transport(self) -> str:
+        return self.mode.transport
 
     def by_id(self, test_id: str) -> Locator:
         return self.page.get_by_test_id(test_id)
@@ -24,7 +86,10 @@ class Playground:
         return self.by_id("message-input")
 
     def expect_fresh_chat(self) -> None:
-        expect(self.by_id("active-transport")).to_have_text(f"/{self.transport}")
+        """A new chat on this mode's page and transport."""
+        expect(self.by_id("ai-version")).to_contain_text(f"ai {self.mode.page[-1]}.")
+        expect(self.by_id("active-transport")).to_have_text(self.transport)
+        expect(self.by_id("transport-name")).to_have_text(self.mode.transport_name)
         expect(self.by_id("empty-hint")).to_be_visible()
         expect(self.status).to_have_text("ready")
 

@@ -1,4 +1,5 @@
-"""Payments that wait for the user's Approve / Deny, on both transports."""
+"""Payments that wait for the user's Approve / Deny, on /stream and /live of the ai 7 page (and
+an approval on the ai 6 page)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.playground import Playground
+from tests.browser.playground import AI6, AI7, Playground
 
 pytestmark = pytest.mark.browser
 
@@ -19,6 +20,7 @@ def sent(amount: int, recipient: str, balance: int) -> re.Pattern[str]:
     )
 
 
+@pytest.mark.parametrize("mode", [*AI7, *AI6], ids=str)
 def test_approve_a_payment(playground: Playground) -> None:
     playground.send("Send 50 dollars to Hanako")
     payment = playground.tool("process_payment")

@@ -1,4 +1,5 @@
-"""Tools the browser runs (`get_location`, `change_bgm`), on both transports."""
+"""Tools the browser runs (`get_location`, `change_bgm`), on /stream and /live of the ai 7 page
+(and of the ai 6 page)."""
 
 from __future__ import annotations
 
@@ -6,15 +7,16 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import OpenPlayground
-from tests.browser.playground import Playground
+from tests.browser.playground import AI6, AI7, Mode, Playground
 
 pytestmark = pytest.mark.browser
 
 TOKYO_STATION = {"latitude": 35.6812, "longitude": 139.7671}
 
 
-def test_location_granted(open_playground: OpenPlayground, transport: str) -> None:
-    playground = open_playground(transport, geolocation=TOKYO_STATION, permissions=["geolocation"])
+@pytest.mark.parametrize("mode", [*AI7, *AI6], ids=str)
+def test_location_granted(open_playground: OpenPlayground, mode: Mode) -> None:
+    playground = open_playground(mode, geolocation=TOKYO_STATION, permissions=["geolocation"])
     playground.send("Where am I?")
     location = playground.tool("get_location")
     playground.expect_tool_state(location, "approval-requested")
@@ -31,9 +33,9 @@ def test_location_granted(open_playground: OpenPlayground, transport: str) -> No
     playground.expect_ready()
 
 
-def test_location_refused_by_the_browser(open_playground: OpenPlayground, transport: str) -> None:
+def test_location_refused_by_the_browser(open_playground: OpenPlayground, mode: Mode) -> None:
     # The user approves the call, but the browser has no permission to tell the position.
-    playground = open_playground(transport, geolocation=TOKYO_STATION, permissions=[])
+    playground = open_playground(mode, geolocation=TOKYO_STATION, permissions=[])
     playground.send("Where am I?")
     location = playground.tool("get_location")
     playground.expect_tool_state(location, "approval-requested")
@@ -48,9 +50,9 @@ def test_location_refused_by_the_browser(open_playground: OpenPlayground, transp
     playground.expect_ready()
 
 
-def test_location_denied_by_the_user(open_playground: OpenPlayground, transport: str) -> None:
+def test_location_denied_by_the_user(open_playground: OpenPlayground, mode: Mode) -> None:
     # The browser would tell; the user says no.
-    playground = open_playground(transport, geolocation=TOKYO_STATION, permissions=["geolocation"])
+    playground = open_playground(mode, geolocation=TOKYO_STATION, permissions=["geolocation"])
     playground.send("Where am I?")
     location = playground.tool("get_location")
     playground.expect_tool_state(location, "approval-requested")
@@ -65,6 +67,7 @@ def test_location_denied_by_the_user(open_playground: OpenPlayground, transport:
     playground.expect_ready()
 
 
+@pytest.mark.parametrize("mode", [*AI7, *AI6], ids=str)
 def test_change_bgm(playground: Playground) -> None:
     music = playground.by_id("bgm-status")
     expect(music).to_have_text("music: off")

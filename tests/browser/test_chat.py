@@ -1,4 +1,5 @@
-"""Chatting in the playground, on both transports: text, images, Stop, errors."""
+"""Chatting in the playground: text, images, Stop, errors (on /stream and /live of the ai 7 page,
+some on our transport and on the ai 6 page too)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from playwright.sync_api import FilePayload, expect
 
 from tests.browser.conftest import OpenPlayground
-from tests.browser.playground import Playground
+from tests.browser.playground import AI6, AI7, AI7_VOICE, Mode, Playground
 from tests.browser.slow_network import slow_network
 from tests.support import LiveServer
 
@@ -23,6 +24,7 @@ HINT = (
 REDACTED_ERROR = re.compile(r"^The agent could not complete the answer\. \(ref [0-9a-f]{12}\)$")
 
 
+@pytest.mark.parametrize("mode", [*AI7, *AI6], ids=str)
 def test_plain_chat(playground: Playground) -> None:
     playground.send("Hello there")
     expect(playground.messages("user")).to_have_count(1)
@@ -86,13 +88,14 @@ LONG_MESSAGE = "Please answer slowly: " + " ".join(f"word{i}" for i in range(40)
 LONG_ANSWER = f'You said: "{LONG_MESSAGE}". {HINT}'
 
 
+@pytest.mark.parametrize("mode", [*AI7, AI7_VOICE], ids=str)
 def test_stop_in_the_middle_of_an_answer(
-    open_playground: OpenPlayground, text_server: LiveServer, transport: str
+    open_playground: OpenPlayground, page_server: LiveServer, mode: Mode
 ) -> None:
     # The page goes through a slow network: each event of an answer arrives 0.25 s after the
     # one before, so the whole answer takes several seconds to show.
-    with slow_network(text_server.base_url, pace=0.25) as network:
-        playground = open_playground(transport, base_url=network.base_url)
+    with slow_network(page_server.base_url, pace=0.25) as network:
+        playground = open_playground(mode, base_url=network.base_url)
         playground.send(LONG_MESSAGE)
         expect(playground.assistant().get_by_test_id("text-part")).to_contain_text("You said:")
         expect(playground.status).to_have_text("streaming")
@@ -102,12 +105,13 @@ def test_stop_in_the_middle_of_an_answer(
         playground.expect_ready()
         expect(playground.by_id("stop-button")).to_be_hidden()
         # On /stream the page also tells the server (DELETE), since a dropped connection
-        # alone does not stop a resumable response; /live sends its interrupt frame.
-        if transport == "stream":
+        # alone does not stop a resumable response; on /live the transport says it (ai 7's
+        # an `abort` frame, ours an `interrupt` frame).
+        if mode.transport == "stream":
             deadline = time.monotonic() + 10
             while not network.stops and time.monotonic() < deadline:
                 playground.page.wait_for_timeout(50)
-        assert len(network.stops) == (1 if transport == "stream" else 0), network.stops
+        assert len(network.stops) == (1 if mode.transport == "stream" else 0), network.stops
         cut = playground.answer_text()
         assert cut.startswith("You said:")
         assert LONG_ANSWER.startswith(cut), cut
@@ -120,6 +124,7 @@ def test_stop_in_the_middle_of_an_answer(
         assert playground.answer_text(0) == cut, "the stopped answer went on growing"
 
 
+@pytest.mark.parametrize("mode", [*AI7, AI7_VOICE], ids=str)
 def test_error_and_retry(playground: Playground) -> None:
     playground.send("fail")
     message = playground.by_id("error-message")
@@ -131,11 +136,12 @@ def test_error_and_retry(playground: Playground) -> None:
 
     playground.by_id("retry-button").click()
     expect(message).not_to_have_text(first)
-    if playground.transport == "stream":
-        # Retry asks again; the model fails again, under a new reference.
+    if not playground.mode.ours:
+        # Retry asks again (/stream, and ai 7's socket, served as /stream serves it); the
+        # model fails again, under a new reference.
         expect(message).to_have_text(REDACTED_ERROR)
     else:
-        # /live cannot rewind a running live session (docs/adr/0012): the server says so.
+        # Our transport's live session cannot be rewound (docs/adr/0012): the server says so.
         expect(message).to_have_text("regenerate is not available on /live; use POST /stream")
     expect(playground.status).to_have_text("error")
     expect(playground.messages("user")).to_have_count(1)

@@ -1,4 +1,5 @@
-"""The microphone on /live: Chromium's fake capture device (a beep) is the user's voice."""
+"""The microphone on /live (our transport, the ai 7 page's voice mode): Chromium's fake capture
+device (a beep) is the user's voice."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import OpenPlayground
+from tests.browser.playground import AI7_VOICE
 from tests.support import LiveServer
 
 pytestmark = pytest.mark.browser
@@ -16,7 +18,7 @@ pytestmark = pytest.mark.browser
 def test_talk_and_hear_the_answer(
     open_playground: OpenPlayground, browser_audio_server: LiveServer
 ) -> None:
-    playground = open_playground("live", base_url=browser_audio_server.base_url)
+    playground = open_playground(AI7_VOICE, base_url=browser_audio_server.base_url)
     mic = playground.by_id("mic-button")
     mic_status = playground.by_id("mic-status")
     pcm = playground.by_id("pcm-status")
