@@ -1,9 +1,12 @@
-"""The AI SDK v6 UI message stream chunk catalogue.
+"""The AI SDK UI message stream chunk catalogue.
 
 One pydantic model per chunk type. Field names are snake_case in Python and camelCase on the
 wire. Only the portable field set is modelled: the keys that the strict ai@6.0.25 client accepts.
 Newer-only keys (``inputEncoding``, ``toolMetadata``, ``signature``…) are left out on purpose,
-because a 6.0.25 client rejects a chunk that carries them.
+because a 6.0.25 client rejects a chunk that carries them. The few that ai 7 adds and this
+server uses (``text-end.citations``, ``tool-approval-response``, the finish reason
+``interrupted``) are marked "ai 7 only": the converter sends them only to a client known to be
+ai 7 (docs/adr/0023).
 
 Serialisation rules (see docs/adr/0002-chunk-catalogue.md):
 
@@ -34,8 +37,12 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import to_json
 
 FinishReason: TypeAlias = Literal[
-    "stop", "length", "content-filter", "tool-calls", "error", "other"
-]
+    "stop", "length", "content-filter", "tool-calls", "error", "other", "interrupted"
+]  # "interrupted": ai 7 only
+
+# The AI SDK major version a client is known to speak. 6 is the portable set every client
+# accepts; 7 allows what ai 7 adds.
+AiSdkVersion: TypeAlias = Literal[6, 7]
 
 # A value the client types as `unknown` (tool input and output, data, message metadata): any
 # JSON value. Not validated item by item: pydantic's JsonValue calls Python for every nested
@@ -116,10 +123,28 @@ class TextDeltaChunk(BaseChunk):
     provider_metadata: ProviderMetadata | None = None
 
 
+class CitationSource(BaseChunk):
+    type: Literal["source"] = "source"
+    source_type: Literal["url"] = "url"
+    id: str
+    url: str
+    title: str | None = None
+
+
+class Citation(BaseChunk):
+    """Where a stretch of the text comes from (ai 7 only)."""
+
+    source: CitationSource
+    start_index: Annotated[int, Field(ge=0)] | None = None
+    end_index: Annotated[int, Field(ge=0)] | None = None
+    cited_text: str | None = None
+
+
 class TextEndChunk(BaseChunk):
     type: Literal["text-end"] = "text-end"
     id: str
     provider_metadata: ProviderMetadata | None = None
+    citations: list[Citation] | None = None  # ai 7 only
 
 
 class ReasoningStartChunk(BaseChunk):
@@ -185,6 +210,15 @@ class ToolApprovalRequestChunk(BaseChunk):
     type: Literal["tool-approval-request"] = "tool-approval-request"
     approval_id: str
     tool_call_id: str
+
+
+class ToolApprovalResponseChunk(BaseChunk):
+    """The decision the server acted on (ai 7 only)."""
+
+    type: Literal["tool-approval-response"] = "tool-approval-response"
+    approval_id: str
+    approved: bool
+    reason: str | None = None
 
 
 class ToolOutputAvailableChunk(BaseChunk):
@@ -283,6 +317,7 @@ UIMessageChunk: TypeAlias = Annotated[
     | Annotated[ToolInputAvailableChunk, Tag("tool-input-available")]
     | Annotated[ToolInputErrorChunk, Tag("tool-input-error")]
     | Annotated[ToolApprovalRequestChunk, Tag("tool-approval-request")]
+    | Annotated[ToolApprovalResponseChunk, Tag("tool-approval-response")]
     | Annotated[ToolOutputAvailableChunk, Tag("tool-output-available")]
     | Annotated[ToolOutputErrorChunk, Tag("tool-output-error")]
     | Annotated[ToolOutputDeniedChunk, Tag("tool-output-denied")]

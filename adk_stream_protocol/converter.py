@@ -1,4 +1,4 @@
-"""ADK events to AI SDK v6 UI message stream chunks.
+"""ADK events to AI SDK UI message stream chunks.
 
 (Longer than our other modules on purpose: the converter is one state machine over a
 response's steps and open blocks, and splitting its methods apart would scatter that state.)
@@ -13,6 +13,10 @@ stream from ``partial`` events; the non-partial event that follows repeats that 
 its other parts (function calls, files) are used. When nothing was streamed, the non-partial
 event's text is emitted whole. This needs no event-id matching, so it also holds in live mode,
 where every partial has a fresh id.
+
+What ai 7 adds (citations on ``text-end``, ``tool-approval-response``, the finish reason
+``interrupted``) is sent only when the response's client is known to be ai 7 (``ai_sdk=7``,
+docs/adr/0023); otherwise every chunk is one the strict ai 6.0.25 client accepts.
 """
 
 from __future__ import annotations
@@ -29,7 +33,9 @@ from pydantic import JsonValue
 
 from adk_stream_protocol.chunks import (
     AbortChunk,
+    AiSdkVersion,
     BaseChunk,
+    Citation,
     DataChunk,
     ErrorChunk,
     FileChunk,
@@ -45,6 +51,7 @@ from adk_stream_protocol.chunks import (
     TextEndChunk,
     TextStartChunk,
     ToolApprovalRequestChunk,
+    ToolApprovalResponseChunk,
     ToolInputAvailableChunk,
     ToolInputStartChunk,
     ToolOutputAvailableChunk,
@@ -58,6 +65,7 @@ from adk_stream_protocol.errors import (
     new_error_reference,
 )
 from adk_stream_protocol.event_values import (
+    citations_of,
     is_audio,
     json_safe,
     map_finish_reason,
@@ -84,8 +92,10 @@ class StreamProtocolConverter:
         denied_tool_call_ids: Collection[str] = (),
         known_tool_call_ids: Collection[str] | None = None,
         id_prefix: str | None = None,
+        ai_sdk: AiSdkVersion = 6,
     ) -> None:
         self.message_id = message_id
+        self._ai_sdk = ai_sdk
         # With a live run, a late result of an earlier turn's call can arrive in this response;
         # the client has no part for it and would throw. None: no such restriction.
         self._known_calls = set(known_tool_call_ids) if known_tool_call_ids is not None else None
@@ -99,6 +109,8 @@ class StreamProtocolConverter:
         # content (or the end of the response) opens a new step, as the stock helpers expect.
         self._after_tool_results = False
         self._text_id: str | None = None
+        self._text = ""  # the open text block's text, for its citations (ai 7)
+        self._grounding: types.GroundingMetadata | None = None  # seen while it was open
         self._reasoning_id: str | None = None
         # Text or thoughts streamed since the last non-partial model event: that event
         # repeats them, so its text parts are skipped.
@@ -138,6 +150,8 @@ class StreamProtocolConverter:
         out: list[BaseChunk] = []
         if event.model_version:
             self._model_version = event.model_version
+        if event.grounding_metadata is not None and self._ai_sdk >= 7:
+            self._grounding = event.grounding_metadata
         if event.input_transcription is not None:
             out.extend(self._user_transcript(event.input_transcription, event.partial))
         if event.output_transcription is not None:
@@ -188,6 +202,18 @@ class StreamProtocolConverter:
         out.append(ToolApprovalRequestChunk(approval_id=approval_id, tool_call_id=call_id))
         self._awaiting_client.add(approval_id)
         return out
+
+    def approval_responses(
+        self, decisions: Sequence[tuple[str, bool, str | None]]
+    ) -> list[BaseChunk]:
+        """The decisions (approval id, approved, reason) a continuation acts on, for an ai 7
+        client: a response replayed to another tab shows them too. Nothing for ai 6."""
+        if self._ai_sdk < 7:
+            return []
+        return [
+            ToolApprovalResponseChunk(approval_id=approval_id, approved=approved, reason=reason)
+            for approval_id, approved, reason in decisions
+        ]
 
     def rearm(self, call_id: str, tool_name: str, args: dict[str, Any]) -> list[BaseChunk]:
         """Hand an approved browser call back to the client to run (docs/adr/0009).
@@ -418,7 +444,8 @@ class StreamProtocolConverter:
         """The run was stopped (a stop request, or the client left): an ``abort``, not an
         error, so a client still reading (a resumed stream) ends quietly."""
         logger.info("run aborted code=%s", ABORTED_CODE)
-        self._finish_reason = "other"
+        # ai 7 knows a stopped answer, and does not resend it automatically.
+        self._finish_reason = "interrupted" if self._ai_sdk >= 7 else "other"
         out = self._close_blocks()
         out.append(AbortChunk())
         return out
@@ -501,12 +528,13 @@ class StreamProtocolConverter:
         if self._text_id is None:
             self._text_id = self._next_id("txt")
             out.append(TextStartChunk(id=self._text_id))
+        if self._ai_sdk >= 7:
+            self._text += text
         out.append(TextDeltaChunk(id=self._text_id, delta=text))
 
     def _reasoning_delta(self, text: str, out: list[BaseChunk]) -> None:
         if self._text_id is not None:
-            out.append(TextEndChunk(id=self._text_id))
-            self._text_id = None
+            out.append(self._text_end())
         if self._reasoning_id is None:
             self._reasoning_id = self._next_id("rsn")
             out.append(ReasoningStartChunk(id=self._reasoning_id))
@@ -518,6 +546,14 @@ class StreamProtocolConverter:
             out.append(ReasoningEndChunk(id=self._reasoning_id))
             self._reasoning_id = None
         if self._text_id is not None:
-            out.append(TextEndChunk(id=self._text_id))
-            self._text_id = None
+            out.append(self._text_end())
         return out
+
+    def _text_end(self) -> TextEndChunk:
+        assert self._text_id is not None
+        citations: list[Citation] | None = None
+        if self._grounding is not None:
+            citations = citations_of(self._grounding, self._text) or None
+        chunk = TextEndChunk(id=self._text_id, citations=citations)
+        self._text_id, self._text, self._grounding = None, "", None
+        return chunk

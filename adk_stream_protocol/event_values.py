@@ -1,16 +1,17 @@
 """Values read out of ADK events, made into what the UI message stream carries: finish
-reasons, JSON-safe tool arguments and results, tool errors, audio formats.
+reasons, JSON-safe tool arguments and results, tool errors, audio formats, citations.
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from google.genai import types
 from pydantic import JsonValue
 from pydantic_core import to_jsonable_python
 
-from adk_stream_protocol.chunks import FinishReason
+from adk_stream_protocol.chunks import Citation, CitationSource, FinishReason
 
 _FINISH_REASONS: dict[str, FinishReason] = {
     "STOP": "stop",
@@ -70,3 +71,37 @@ def pcm_rate(mime: str) -> int:
         if key == "rate" and value.isdigit():
             return int(value)
     return 24000  # Gemini's output rate, when the mime type does not say
+
+
+def citations_of(grounding: types.GroundingMetadata, text: str) -> list[Citation]:
+    """Gemini's grounding of a text as citations: one per (supported stretch, source).
+
+    Gemini counts a stretch's offsets in bytes of the whole answer; the client counts
+    characters of one text part, so the stretch is found by its own text. Sources without a
+    URI (nothing to link to) are left out; with no stretches, each source cites the text."""
+    sources = [_citation_source(chunk) for chunk in grounding.grounding_chunks or []]
+    citations: list[Citation] = []
+    for support in grounding.grounding_supports or []:
+        cited = support.segment.text if support.segment else None
+        start = text.find(cited) if cited else -1
+        span = (start, start + len(cited)) if cited and start >= 0 else (None, None)
+        for index in support.grounding_chunk_indices or []:
+            source = sources[index] if 0 <= index < len(sources) else None
+            if source is not None:
+                citations.append(
+                    Citation(
+                        source=source, start_index=span[0], end_index=span[1], cited_text=cited
+                    )
+                )
+    if not citations:
+        citations = [Citation(source=source) for source in sources if source is not None]
+    return citations
+
+
+def _citation_source(chunk: types.GroundingChunk) -> CitationSource | None:
+    place = chunk.web or chunk.retrieved_context
+    if place is None or not place.uri:
+        return None
+    # Stable per URI, so the same source keeps its id across the parts of a message.
+    source_id = "src_" + hashlib.sha256(place.uri.encode()).hexdigest()[:12]
+    return CitationSource(id=source_id, url=place.uri, title=place.title or None)

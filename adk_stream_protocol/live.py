@@ -1,9 +1,17 @@
 """``WS /live``: the WebSocket transport (docs/live-protocol.md).
 
-The handshake: the origin, the chat id, and the chat's lease, which one socket holds at a time
-(on every instance). A socket that finds the chat held because a response is still being
-written (its socket left; resumable streams) replays it when it asked to resume, then waits
-for the chat. The socket itself is served by ``live_connections.LiveConnection``.
+A socket speaks one of two protocols, decided at the handshake by its query string:
+
+- with ``?chatId=``: our envelope protocol (``live_connections``), one chat per socket served
+  by ADK ``run_live``, with voice, interrupts and the approval gate (our ``client/``);
+- without: ai 7's stock ``WebSocketChatTransport`` protocol (``chat_sockets``), which never
+  puts a chat id in the URL and names the chat in every frame.
+
+The envelope handshake: the origin, who is asking, the chat id, and the chat's lease, which
+one socket holds at a time (on every instance). A socket that finds the chat held because a
+response is still being written (its socket left; resumable streams) replays it when it
+asked to resume, then waits for the chat. The socket itself is served by
+``live_connections.LiveConnection``.
 """
 
 from __future__ import annotations
@@ -12,14 +20,15 @@ import json
 import logging
 import re
 from contextlib import aclosing
-from typing import Annotated
 
-from fastapi import APIRouter, Depends, WebSocket
+from fastapi import APIRouter, WebSocket
 from fastapi.responses import PlainTextResponse
 
 from adk_stream_protocol.bridge import Bridge, bridge_of
+from adk_stream_protocol.chat_sockets import ChatSocket
 from adk_stream_protocol.coordination import ChatKey, ChatLease
-from adk_stream_protocol.identity import current_user
+from adk_stream_protocol.errors import RequestError
+from adk_stream_protocol.identity import user_of
 from adk_stream_protocol.live_connections import CLOSE_BAD_REQUEST, CLOSE_CHAT_BUSY, LiveConnection
 from adk_stream_protocol.security import origin_allowed
 from adk_stream_protocol.ui_messages import CHAT_ID_PATTERN
@@ -30,12 +39,23 @@ router = APIRouter()
 
 
 @router.websocket("/live")
-async def live(websocket: WebSocket, user_id: Annotated[str, Depends(current_user)]) -> None:
+async def live(websocket: WebSocket) -> None:
     bridge = bridge_of(websocket.app.state)
     if not origin_allowed(websocket.headers, bridge.settings.cors_origins):
         # A page of another site: its socket would carry this user's cookies.
         logger.info("live handshake refused: origin not allowed")
         await _deny(websocket, 403, "this origin may not open /live; see ADK_STREAM_CORS_ORIGINS")
+        return
+    if "chatId" not in websocket.query_params:
+        # ai 7's transport: who asks is established per frame, from the frame's headers.
+        await websocket.accept()
+        await ChatSocket(bridge, websocket).serve()
+        return
+    try:
+        user_id = await user_of(websocket)
+    except RequestError as exc:
+        logger.info("live handshake refused status=%s", exc.status)
+        await _deny(websocket, exc.status, exc.message)
         return
     await websocket.accept()
     chat_id = websocket.query_params.get("chatId", "")

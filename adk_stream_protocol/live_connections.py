@@ -20,6 +20,7 @@ from google.adk.events import Event
 from google.genai import types
 
 from adk_stream_protocol.bridge import Bridge
+from adk_stream_protocol.chat_socket_frames import CLIENT_FRAME_TYPES
 from adk_stream_protocol.chunks import ErrorChunk
 from adk_stream_protocol.coordination import (
     ChatKey,
@@ -143,6 +144,13 @@ class LiveConnection:
             return
         if raw.get("type") == "message":
             await self._on_message(raw, size)
+            return
+        kind = raw.get("type")
+        if isinstance(kind, str) and kind in CLIENT_FRAME_TYPES:
+            # ai 7's transport, given a chatId of its own: it cannot read our answers.
+            await self._ws.close(
+                CLOSE_BAD_REQUEST, "ai 7's WebSocketChatTransport connects without ?chatId="
+            )
             return
         try:
             frame = parse_frame(raw, self._limits)

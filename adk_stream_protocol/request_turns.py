@@ -8,7 +8,11 @@ calls ``client_left``: that sets ADK's abort signal, and the run ends on its own
 invocation in the session, instead of being cancelled in the middle of a write. A stop sent
 through ``StopSignals`` (``DELETE /stream/{chatId}/stream``, from any instance) and a lease
 that lapsed under the run do the same. With resumable streams a client that leaves does not
-stop the run: the response goes on into the chat's chunk log, to be resumed.
+stop the run: the response goes on into the chat's chunk log, to be resumed. A client that
+says it is done with the response (``stop``, an ai 7 socket's ``abort``) stops it either way.
+
+``ai_sdk`` is the AI SDK version the client is known to speak: 7 only on an ai 7 socket, or
+when a ``POST /stream`` body says ``"aiSdk": 7`` (docs/adr/0023).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from google.adk.agents.run_config import RunConfig, StreamingMode
 from google.adk.events import Event
 
 from adk_stream_protocol.bridge import Bridge
+from adk_stream_protocol.chunks import AiSdkVersion
 from adk_stream_protocol.converter import StreamProtocolConverter
 from adk_stream_protocol.coordination import ChatKey, ChatLease, StopSubscription
 from adk_stream_protocol.deferral import Deferral
@@ -46,6 +51,7 @@ async def begin_request_turn(
     sink: ChunkSink,
     *,
     on_end: Callable[[], None],
+    ai_sdk: AiSdkVersion = 6,
 ) -> RequestTurn:
     """Plan the request under the chat's lease and start its run. Refusals raise
     ``RequestError`` before anything is sent; ``on_end`` is called once the run has ended."""
@@ -63,7 +69,17 @@ async def begin_request_turn(
     except BaseException:
         await lease.release()
         raise
-    turn = RequestTurn(bridge, chat, plan, sink, lease=lease, stop=stop, on_end=on_end)
+    turn = RequestTurn(
+        bridge,
+        chat,
+        plan,
+        sink,
+        lease=lease,
+        stop=stop,
+        on_end=on_end,
+        ai_sdk=ai_sdk,
+        decisions=_decisions(request) if plan.continuation else [],
+    )
     turn.begin()
     return turn
 
@@ -104,6 +120,17 @@ async def _plan(bridge: Bridge, user_id: str, request: ChatRequest) -> TurnPlan:
     return plan
 
 
+def _decisions(request: ChatRequest) -> list[tuple[str, bool, str | None]]:
+    """The approvals the continuation answers: parts the client marked responded."""
+    return [
+        (part.approval.id, part.approval.approved, part.approval.reason)
+        for part in request.last_message.tool_parts()
+        if part.state == "approval-responded"
+        and part.approval is not None
+        and part.approval.approved is not None
+    ]
+
+
 class RequestTurn:
     """The run of one planned request and its one response."""
 
@@ -117,8 +144,12 @@ class RequestTurn:
         lease: ChatLease,
         stop: StopSubscription,
         on_end: Callable[[], None],
+        ai_sdk: AiSdkVersion = 6,
+        decisions: list[tuple[str, bool, str | None]] | None = None,
     ) -> None:
         self._bridge = bridge
+        self._ai_sdk = ai_sdk
+        self._decisions = decisions or []
         self._chat = chat
         self._plan = plan
         self._sink = sink
@@ -136,6 +167,11 @@ class RequestTurn:
         logger.info("client left user=%s chat=%s: aborting the run", *self._chat)
         self._stop.stopped.set()
 
+    def stop(self) -> None:
+        """The client is done with the response: the run ends as a stop ends it."""
+        logger.info("response stopped by its client user=%s chat=%s", *self._chat)
+        self._stop.stopped.set()
+
     async def _abort_when_lease_lost(self) -> None:
         await self._lease.lost.wait()
         logger.warning("chat lease lapsed under its run user=%s chat=%s: aborting", *self._chat)
@@ -147,6 +183,7 @@ class RequestTurn:
             message_id=plan.message_id,
             error_detail=self._bridge.settings.error_detail,
             denied_tool_call_ids=plan.denied_tool_call_ids,
+            ai_sdk=self._ai_sdk,
         )
         lease_watch = self._bridge.spawn(self._abort_when_lease_lost(), name="lease-watch")
         try:
@@ -156,6 +193,7 @@ class RequestTurn:
             )
             await response.start()
             try:
+                await response.emit(converter.approval_responses(self._decisions))
                 await response.emit(converter.replay(plan.replay))
                 if plan.new_message is None:
                     for call in plan.rearmed_calls:

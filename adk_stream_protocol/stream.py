@@ -90,7 +90,9 @@ async def stream(request: Request, user_id: Annotated[str, Depends(current_user)
     sink = QueueSink()
     try:
         chat = await read_chat_request(request, bridge.settings)
-        turn = await begin_request_turn(bridge, user_id, chat, sink, on_end=slots.release)
+        turn = await begin_request_turn(
+            bridge, user_id, chat, sink, on_end=slots.release, ai_sdk=chat.ai_sdk
+        )
     except BaseException as exc:
         slots.release()  # the turn never began, so it will not release it
         if not isinstance(exc, RequestError):

@@ -170,13 +170,16 @@ class UIMessage(UIModel):
 class ChatRequest(UIModel):
     """The body of ``POST /stream`` as ``DefaultChatTransport`` sends it.
 
-    Fields an app adds through the transport's ``body`` option are ignored.
+    Fields an app adds through the transport's ``body`` option are ignored, except
+    ``aiSdk``: an ai 7 app that sends ``"aiSdk": 7`` gets what ai 7 adds to the stream
+    (docs/adr/0023); nothing in the request says so otherwise.
     """
 
     id: Annotated[str, Field(pattern=CHAT_ID_PATTERN)]
     messages: Annotated[list[UIMessage], Field(min_length=1)]
     trigger: Literal["submit-message", "regenerate-message"] = "submit-message"
     message_id: str | None = None
+    ai_sdk: Literal[6, 7] = 6
 
     @property
     def last_message(self) -> UIMessage:

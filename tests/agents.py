@@ -56,7 +56,7 @@ def delete_file(name: str, tool_context: ToolContext) -> dict[str, object]:
 
 class ToolCallingLlm(BaseLlm):
     """Calls the tool the user names ("slow 1.5", "explode", "transfer 50", "delete a.txt"),
-    then reports its result."""
+    then reports its result; "cite" gets an answer with Gemini-style grounding metadata."""
 
     model: str = "tool-calling-test"
 
@@ -74,6 +74,10 @@ class ToolCallingLlm(BaseLlm):
             yield LlmResponse(content=types.Content(role="model", parts=[types.Part(text=text)]))
             return
         words = "".join(p.text or "" for p in parts).split()
+        if words and words[0] == "cite":
+            for response in grounded_answer(stream):
+                yield response
+            return
         if words and words[0] == "slow":
             call = types.FunctionCall(name="slow_tool", args={"seconds": float(words[1])})
         elif words and words[0] == "explode":
@@ -91,6 +95,43 @@ class ToolCallingLlm(BaseLlm):
         yield LlmResponse(
             content=types.Content(role="model", parts=[types.Part(function_call=call)])
         )
+
+
+GROUNDED_SENTENCES = ("Tokyo is the capital of Japan.", " It has about 14 million people.")
+GROUNDING = types.GroundingMetadata(
+    grounding_chunks=[
+        types.GroundingChunk(
+            web=types.GroundingChunkWeb(uri="https://example.org/tokyo", title="Tokyo")
+        ),
+        types.GroundingChunk(web=types.GroundingChunkWeb(uri="https://example.org/census")),
+    ],
+    grounding_supports=[
+        types.GroundingSupport(
+            segment=types.Segment(start_index=0, end_index=30, text=GROUNDED_SENTENCES[0]),
+            grounding_chunk_indices=[0],
+        ),
+        types.GroundingSupport(
+            segment=types.Segment(text=GROUNDED_SENTENCES[1].strip()),
+            grounding_chunk_indices=[0, 1],
+        ),
+    ],
+)
+
+
+def grounded_answer(stream: bool) -> list[LlmResponse]:
+    """Two sentences, streamed when asked, and the final answer carrying its grounding."""
+    text = "".join(GROUNDED_SENTENCES)
+    partials = [
+        LlmResponse(
+            content=types.Content(role="model", parts=[types.Part(text=piece)]), partial=True
+        )
+        for piece in GROUNDED_SENTENCES
+    ]
+    final = LlmResponse(
+        content=types.Content(role="model", parts=[types.Part(text=text)]),
+        grounding_metadata=GROUNDING,
+    )
+    return [*partials, final] if stream else [final]
 
 
 root_agent = LlmAgent(

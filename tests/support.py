@@ -496,33 +496,47 @@ def chunks_of(payloads: list[str]) -> list[dict[str, Any]]:
     return [json.loads(p) for p in payloads if p != "[DONE]"]
 
 
-def post_stream(target: Target, body: Any, **kwargs: Any) -> StreamResult:
-    """POST to /stream and read the whole response; every chunk is checked (see below)."""
-    return stream_result(target.http.post("/stream", json=body, **kwargs))
+def post_stream(target: Target, body: Any, *, ai_sdk: int = 6, **kwargs: Any) -> StreamResult:
+    """POST to /stream and read the whole response; every chunk is checked (see below), as
+    for an ai 6 client unless ``ai_sdk=7``."""
+    return stream_result(target.http.post("/stream", json=body, **kwargs), ai_sdk=ai_sdk)
 
 
-def stream_result(response: Response) -> StreamResult:
+def stream_result(response: Response, ai_sdk: int = 6) -> StreamResult:
     """A /stream response, parsed; a 200 is checked against the protocol invariants."""
     payloads = sse_payloads(response.text) if response.status_code == 200 else []
     chunks = [json.loads(p) for p in payloads if p != "[DONE]"]
     result = StreamResult(response.status_code, response.headers, response.text, payloads, chunks)
     if response.status_code == 200:
-        assert_valid_stream(result)
+        assert_valid_stream(result, ai_sdk)
     return result
 
 
 # -- protocol invariants ----------------------------------------------------------------------
 
 
-def assert_strict_chunk(chunk: dict[str, Any]) -> None:
+def assert_strict_chunk(chunk: dict[str, Any], ai_sdk: int = 6) -> None:
     """The chunk is in the portable 6.0.25 field set: known type, no extra key, no null
-    where a field should be absent (re-serialising must give the same dict)."""
+    where a field should be absent (re-serialising must give the same dict). With
+    ``ai_sdk=7`` the few additions of ai 7 the server makes are allowed too."""
     model = UI_MESSAGE_CHUNK.validate_python(chunk)
     assert model.to_wire_dict() == chunk, f"non-portable chunk {chunk}"
+    if ai_sdk < 7:
+        assert not is_ai7_only(chunk), f"an ai 7 chunk for an ai 6 client: {chunk}"
 
 
-def assert_valid_stream(result: StreamResult) -> None:
-    """What the AI SDK client requires of one response (see the protocol notes)."""
+def is_ai7_only(chunk: dict[str, Any]) -> bool:
+    """A chunk every ai 6 client rejects (or 6.0.25's strict schema does)."""
+    return (
+        chunk["type"] == "tool-approval-response"
+        or (chunk["type"] == "finish" and chunk.get("finishReason") == "interrupted")
+        or (chunk["type"] == "text-end" and "citations" in chunk)
+    )
+
+
+def assert_valid_stream(result: StreamResult, ai_sdk: int = 6) -> None:
+    """What the AI SDK client requires of one response (see the protocol notes); every
+    chunk in the portable set, or for ``ai_sdk=7`` in what ai 7 accepts."""
     assert result.body.endswith("\n\n"), "the last event must end with a blank line"
     assert result.payloads[-1] == "[DONE]", "the response ends with [DONE]"
     assert result.payloads.count("[DONE]") == 1
@@ -535,7 +549,7 @@ def assert_valid_stream(result: StreamResult) -> None:
     tool_calls: set[str] = set()
     step_open = False
     for chunk in result.chunks:
-        assert_strict_chunk(chunk)
+        assert_strict_chunk(chunk, ai_sdk)
         kind = chunk["type"]
         if kind == "start-step":
             assert not step_open, "start-step inside an open step"

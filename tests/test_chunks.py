@@ -43,6 +43,21 @@ SAMPLES: list[c.BaseChunk] = [
     c.MessageMetadataChunk(message_metadata=None),
     c.ErrorChunk(error_text="oops"),
     c.AbortChunk(),
+    # ai 7 only (sent only to a client known to be ai 7; tests/test_live_v7.py).
+    c.ToolApprovalResponseChunk(approval_id="a1", approved=False, reason="no"),
+    c.TextEndChunk(
+        id="t1",
+        citations=[
+            c.Citation(
+                source=c.CitationSource(id="s1", url="https://example.com", title="Example"),
+                start_index=0,
+                end_index=5,
+                cited_text="hello",
+            ),
+            c.Citation(source=c.CitationSource(id="s2", url="https://example.org")),
+        ],
+    ),
+    c.FinishChunk(finish_reason="interrupted"),
 ]
 
 

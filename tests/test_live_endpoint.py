@@ -6,6 +6,7 @@ fields); control frames are plain JSON."""
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -96,12 +97,28 @@ BOTH = pytest.mark.parametrize("target", ["app", "server"], indirect=True)
 
 
 @BOTH
-def test_connecting_without_a_chat_id_is_refused(target: Target) -> None:
+def test_envelope_frames_without_a_chat_id_are_refused_with_a_reason(target: Target) -> None:
+    """Without ?chatId= a socket speaks ai 7's protocol (tests/test_live_v7.py)."""
     ws = target.connect("/live")
     try:
+        ws.send(json.dumps({"type": "ping", "timestamp": 1}))
         with pytest.raises(SocketClosed) as closed:
             ws.recv(timeout=5)
         assert closed.value.code == 4400
+        assert "?chatId=" in closed.value.reason
+    finally:
+        ws.close()
+
+
+@BOTH
+def test_ai7_frames_on_an_envelope_socket_are_refused_with_a_reason(target: Target) -> None:
+    ws = target.connect(f"/live?chatId={new_chat()}")
+    try:
+        ws.send(json.dumps({"type": "send", "requestId": "r1", "id": "c", "messages": []}))
+        with pytest.raises(SocketClosed) as closed:
+            ws.recv(timeout=5)
+        assert closed.value.code == 4400
+        assert "without ?chatId=" in closed.value.reason
     finally:
         ws.close()
 
