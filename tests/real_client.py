@@ -173,6 +173,17 @@ def chunk_types(request_report: dict[str, Any]) -> list[str]:
     ]
 
 
+def rejected_chunk_types(report: dict[str, Any], schema: str) -> list[str]:
+    """The types of the chunks, over every response of a report, that the client ``schema``
+    names ("6.0.25", "6" or "7") rejects: on an ai 7 run, with a 6.x schema, the chunks only
+    ai 7 is sent."""
+    return [
+        violation["chunk"]["type"]
+        for request in report["requests"]
+        for violation in request["violations"][schema]
+    ]
+
+
 # -- what tests assert on a report ------------------------------------------------------------
 
 
