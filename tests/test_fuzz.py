@@ -1217,6 +1217,187 @@ def test_live_answers_every_frame_and_leaves_no_response_open(
         probe.close()
 
 
+# -- 2c. WS /live in ai 7's protocol, on real uvicorn ---------------------------------------------
+
+# Stands for the probe's chat id in generated frames; replaced when sent.
+V7_CHAT = "fuzz-v7-chat"
+# requestIds as a careless client might send them; the valid ones are drawn fresh per frame.
+BAD_REQUEST_IDS = st.sampled_from([None, 1, "", ["r"], {"r": 1}, "r" * 129, True])
+
+
+@st.composite
+def v7_frames(draw: st.DrawFn) -> dict[str, Any]:
+    """A frame of ai 7's transport, near-valid (at most one change, never to its requestId),
+    and now and then with a requestId no request can have."""
+    kind = draw(st.sampled_from(["send", "send", "resume", "abort"]))
+    if kind == "send":
+        body = draw(chat_turns(st.just(V7_CHAT)))
+        frame: dict[str, Any] = {
+            "type": "send",
+            "id": body.pop("id"),
+            "trigger": body.pop("trigger"),
+            "messages": body.pop("messages"),
+            "headers": {},
+            "body": body,  # messageId, when drawn, travels in the body: a near miss
+        }
+        if "messageId" in body and draw(st.booleans()):
+            frame["messageId"] = body.pop("messageId")
+    elif kind == "resume":
+        frame = {"type": "resume", "id": draw(st.just(V7_CHAT) | CHAT_IDS), "headers": {}}
+        frame["body"] = {}
+        if draw(st.booleans()):
+            frame["lastSequence"] = draw(st.integers(-2, 40))
+    else:
+        frame = {"type": "abort"}
+    frame = draw(changed_once(st.just(frame)))
+    request_id: Any = f"r-{uuid.uuid4().hex[:12]}"
+    if draw(st.integers(0, 9)) == 0:
+        request_id = draw(BAD_REQUEST_IDS)
+    if request_id is not None:
+        frame["requestId"] = request_id
+    return frame
+
+
+def names_a_request(text: str, limits: RequestLimits) -> bool:
+    """Whether the server can tell which request a frame is for (else it must close)."""
+    try:
+        frame = read_frame(text, limits)
+    except RequestError:
+        return False
+    request_id = frame.get("requestId")
+    return isinstance(request_id, str) and 0 < len(request_id) <= 128
+
+
+class V7Probe:
+    """A socket of ai 7's protocol under fuzzing. After each frame it resumes a chat that has
+    nothing running and reads up to that request's ``no-active``, checking every frame on the
+    way: each names a request, chunks are numbered from 0 without a gap, each response is
+    whole and well formed (for ai 7), and an ``error`` is never an exception of ours."""
+
+    def __init__(self, server: LiveServer, log: LogTail) -> None:
+        self.log = log
+        self.chat_id = f"fuzz-v7-{uuid.uuid4().hex[:12]}"
+        self.ws = server.connect("/live", max_size=None)
+        self.requests: dict[str, list[dict[str, Any]]] = {}
+        self.ended: set[str] = set()
+        self._checkpoints = 0
+
+    def send(self, text: str) -> None:
+        self.ws.send(text.replace(V7_CHAT, self.chat_id))
+
+    def checkpoint(self) -> None:
+        self._checkpoints += 1
+        request_id = f"checkpoint-{self._checkpoints}"
+        nothing = f"{self.chat_id}-idle"
+        self.send(
+            json.dumps(
+                {
+                    "type": "resume",
+                    "requestId": request_id,
+                    "id": nothing,
+                    "headers": {},
+                    "body": {},
+                }
+            )
+        )
+        self.until_ended(request_id)
+        assert [f["type"] for f in self.requests[request_id]] == ["no-active"]
+
+    def until_ended(self, request_id: str) -> list[dict[str, Any]]:
+        while request_id not in self.ended:
+            self._receive()
+        return self.requests[request_id]
+
+    def close(self) -> None:
+        self.ws.close()
+
+    def _receive(self) -> None:
+        try:
+            text = self.ws.recv(timeout=LIVE_TIMEOUT)
+        except TimeoutError:
+            raise AssertionError(f"no answer within {LIVE_TIMEOUT} s\n{self._log_tail()}") from None
+        frame = json.loads(text)
+        request_id = frame.get("requestId")
+        assert isinstance(request_id, str), f"a frame that names no request: {frame}"
+        assert request_id not in self.ended, f"a frame after the request ended: {frame}"
+        frames = self.requests.setdefault(request_id, [])
+        frames.append(frame)
+        kind = frame["type"]
+        if kind == "chunk":
+            assert frame["sequence"] == sum(f["type"] == "chunk" for f in frames) - 1, frames
+            assert_strict_chunk(frame["chunk"], ai_sdk=7)
+        elif kind == "error":
+            assert set(frame) == {"type", "requestId", "errorText"}, frame
+            assert isinstance(frame["errorText"], str) and frame["errorText"], frame
+            assert "could not handle" not in frame["errorText"], self._log_tail()
+        else:
+            assert kind in ("start", "end", "no-active") and set(frame) == {"type", "requestId"}
+        if kind in ("end", "error", "no-active"):
+            self.ended.add(request_id)
+        if kind == "end":
+            chunks = [f["chunk"] for f in frames if f["type"] == "chunk"]
+            payloads = [*(json.dumps(c) for c in chunks), "[DONE]"]
+            body = "".join(f"data: {p}\n\n" for p in payloads)
+            assert_valid_stream(StreamResult(200, httpx.Headers(), body, payloads, chunks), 7)
+            for error in [c for c in chunks if c["type"] == "error"]:
+                assert error["errorText"].startswith(DEMO_FAILURE), f"{error}\n{self._log_tail()}"
+
+    def _log_tail(self) -> str:
+        lines = [line for line in self.log.lines if self.chat_id in line]
+        return "app log of this chat:\n" + "\n".join(lines[-15:])
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    database=None,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    frames=st.lists(
+        st.builds(dumps, v7_frames(), st.just(True))
+        | raw_texts().filter(lambda text: not has_lone_surrogate(text)),
+        min_size=1,
+        max_size=4,
+    )
+)
+@example(frames=["[" * 10_000 + "]" * 10_000])
+@example(frames=['{"type": ["send"], "requestId": "r-1"}'])
+def test_live_ai7_names_the_request_of_every_answer_or_closes_with_a_reason(
+    fuzz_server: LiveServer, log_tail: LogTail, frames: list[str]
+) -> None:
+    show(frames=frames)
+    probe = V7Probe(fuzz_server, log_tail)
+    try:
+        for frame in frames:
+            probe.send(frame)
+            try:
+                probe.checkpoint()
+            except SocketClosed as closed:
+                assert not names_a_request(frame, DEFAULT_LIMITS), f"closed for {frame!r}: {closed}"
+                assert closed.code in (4400, 1009) and closed.reason, closed
+                probe.close()
+                probe = V7Probe(fuzz_server, log_tail)
+        # Every request that the server took ends; then the socket serves a whole turn.
+        for request_id, answered in list(probe.requests.items()):
+            if answered and answered[0]["type"] != "no-active":
+                probe.until_ended(request_id)
+        final = {
+            "type": "send",
+            "requestId": "final-check",
+            **chat_body(probe.chat_id, user_message("final check", "u-final-check")),
+            "headers": {},
+            "body": {},
+        }
+        probe.ws.send(json.dumps(final))
+        answer = [f["chunk"] for f in probe.until_ended("final-check") if f["type"] == "chunk"]
+        text = "".join(c.get("delta", "") for c in answer if c["type"] == "text-delta")
+        assert answer and answer[0]["type"] == "start" and "final check" in text, answer
+    finally:
+        probe.close()
+
+
 # -- 3. schemathesis against the published OpenAPI schema ----------------------------------------
 
 # The schema as the app publishes it: create_app builds the same document without starting

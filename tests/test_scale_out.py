@@ -24,6 +24,7 @@ import httpx
 import pytest
 from google.adk.events import Event
 
+from tests.ai7_socket import V7Socket
 from tests.real_client import (
     CLIENTS,
     assistant_messages,
@@ -252,6 +253,36 @@ def test_a_stop_on_one_instance_stops_the_response_on_the_other(
 
 
 # -- /live ----------------------------------------------------------------------------------------
+
+
+def test_ai7_sockets_resume_and_abort_across_instances(
+    pair: tuple[LiveServer, LiveServer],
+) -> None:
+    """ai 7's protocol on /live: a request on A's socket, resumed on B's; then one aborted on
+    A while B's socket follows it, which ends it as a stop does."""
+    a, b = pair
+    chat = new_chat("ai7")
+    on_a, on_b = V7Socket(a), V7Socket(b)
+    try:
+        request_id = on_a.send(chat, user_message("slow 1", "u1"))
+        on_a.chunks_until(request_id, 1)
+        resumed = on_b.reply(on_b.resume(chat), timeout=TIMEOUT)
+        assert resumed.frames[0]["type"] == "start" and resumed.last == "end"
+        assert resumed.chunks == on_a.reply(request_id, timeout=TIMEOUT).chunks
+
+        aborted = on_a.send(chat, user_message("slow 30", "u2"))
+        on_a.chunks_until(aborted, 3)
+        following = on_b.resume(chat)
+        on_b.chunks_until(following, 1)
+        started = time.monotonic()
+        on_a.frame({"type": "abort", "requestId": aborted})
+        ended = on_b.reply(following, timeout=TIMEOUT)
+        assert time.monotonic() - started < 10, "the 30 s tool was stopped, not waited for"
+        assert ended.chunks[-1]["finishReason"] == "interrupted"
+        assert "abort" in [c["type"] for c in ended.chunks]
+    finally:
+        on_a.close()
+        on_b.close()
 
 
 def test_a_chat_live_on_one_instance_is_refused_on_the_other(
