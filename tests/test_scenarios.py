@@ -46,17 +46,33 @@ def load_scenarios() -> list[dict[str, Any]]:
         scenario.setdefault("name", path.stem)
         unknown = set(scenario) - KEYS
         assert not unknown, f"{path.name}: unknown keys {unknown}"
-        for key, allowed in (("transports", TRANSPORTS), ("clients", CLIENTS), ("v7Live", V7_LIVE)):
-            listed = scenario.get(key, allowed)
+        clients = scenario.get("clients", CLIENTS)
+        if isinstance(clients, dict):  # by transport
+            assert set(clients) <= set(TRANSPORTS), f"{path.name}: clients {clients}"
+            lists = [("clients", listed, tuple(CLIENTS)) for listed in clients.values()]
+        else:
+            lists = [("clients", clients, tuple(CLIENTS))]
+        lists += [
+            ("transports", scenario.get("transports", TRANSPORTS), TRANSPORTS),
+            ("v7Live", scenario.get("v7Live", V7_LIVE), V7_LIVE),
+        ]
+        for key, listed, allowed in lists:
             assert listed and set(listed) <= set(allowed), f"{path.name}: {key} {listed}"
         scenarios.append(scenario)
     return scenarios
 
 
+def clients_on(scenario: dict[str, Any], transport: str) -> list[str]:
+    """The clients a scenario runs on a transport: ``clients`` is a list for every transport,
+    or an object naming some transports' lists (the others: every client)."""
+    clients = scenario.get("clients", CLIENTS)
+    return list(clients.get(transport, CLIENTS) if isinstance(clients, dict) else clients)
+
+
 def runs(scenario: dict[str, Any]) -> Iterator[tuple[str, str, str | None]]:
     """(transport, client, WebSocket transport) of every run of a scenario."""
     for transport in scenario.get("transports", TRANSPORTS):
-        for client in scenario.get("clients", CLIENTS):
+        for client in clients_on(scenario, transport):
             if transport == "stream":
                 yield transport, client, None
             elif client == V7:
