@@ -6,6 +6,12 @@
 //     speaks our `/live` envelope (docs/live-protocol.md);
 //   - WS /live with ai 7's own (stock) WebSocketChatTransport.
 //
+// The scenario catalogue (catalogue/*.json, run by tests/test_scenarios.py)
+// chooses a job's client and transport per run: "stream" is "http" for every
+// client; "live" is "ws" for 6.0.25 and 6, and for 7 "ws-stock" and/or "ws"
+// as the scenario's `v7Live` says (["stock"] by default, "ours" for ours);
+// `transports` and `clients` narrow the runs (README.md, "The run matrix").
+//
 //   node chat-client.mjs < job.json > report.json      (logs go to stderr)
 //
 //   node chat-client.mjs --serve < jobs > reports      (one JSON per line, see serve())
