@@ -24,9 +24,10 @@ from tests.real_client import (
     text_of,
     tool_parts,
 )
-from tests.support import LiveServer, ServerPool
+from tests.support import LiveServer, ServerPool, chat_body, streaming, user_message
 
 TEST_AGENT = {"ADK_STREAM_AGENT": "tests.agents:root_agent"}
+RESUMABLE_TEST_AGENT = {**TEST_AGENT, "ADK_STREAM_RESUMABLE_STREAMS": "true"}
 
 LOCATION = {"latitude": 35.6762, "longitude": 139.6503, "accuracy": 20}
 
@@ -158,3 +159,31 @@ def test_the_stock_transports_stop_aborts_the_running_request(servers: ServerPoo
     assert [p["type"] for p in first["parts"]] == ["step-start"], "cut after start-step"
     assert states(second) == [("transfer", "output-available")]
     assert "Tool said {'transferred': 50.0}." in text_of(second)
+
+
+def test_the_stock_transport_resumes_a_response_whose_page_left(servers: ServerPool) -> None:
+    """useChat({ resume: true }) with ai 7's own transport: a `resume` frame gets the chat's
+    running response from its start (`start`, numbered chunks, `end`), and the socket then
+    serves the chat; a chat with nothing running answers `no-active`."""
+    server = servers.get(RESUMABLE_TEST_AGENT)
+    chat = f"v7-resume-{uuid.uuid4().hex[:8]}"
+    with streaming(server, chat_body(chat, user_message("slow 2", "u1"))) as reading:
+        start = reading.first_event()  # then the page reloads
+    steps = [{"action": "resume"}, {"action": "send", "text": "transfer 50"}]
+    job = client_job(server, V7, steps, live=True, chatId=chat)
+    report = checked(job, run_real_client(job))
+    assert report["status"] == "ready", report["error"]
+    resumed, sent = report["requests"]
+    assert (resumed["kind"], sent["kind"]) == ("resume", "send")
+    assert resumed["frameTypes"][0] == "start" and resumed["ended"] == "end"
+    assert resumed["chunks"][0] == start, "replayed from the response's start"
+    assert resumed["sequences"] == list(range(len(resumed["chunks"])))
+    first, second = assistant_messages(report)
+    assert first["id"] == start["messageId"]
+    assert states(first) == [("slow_tool", "output-available")]
+    assert states(second) == [("transfer", "output-available")]
+
+    fresh = client_job(server, V7, [{"action": "resume"}], live=True)
+    report = checked(fresh, run_real_client(fresh))
+    (nothing,) = report["requests"]
+    assert nothing["frameTypes"] == ["no-active"] and report["messages"] == []
