@@ -25,6 +25,7 @@ from adk_stream_protocol.coordination import Coordination
 from adk_stream_protocol.limits import ResponseSlots
 from adk_stream_protocol.sessions import ChatSessions, create_session_service
 from adk_stream_protocol.settings import Settings
+from adk_stream_protocol.steering import SteeringPlugin
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +50,9 @@ class Bridge:
         self.coordination = coordination
         service = create_session_service(settings.session_store)
         app = agent if isinstance(agent, App) else App(name=settings.app_name, root_agent=agent)
-        self.runner = Runner(app=app, session_service=service)
+        # Steering messages of a resumed turn reach the model (docs/adr/0022).
+        steered = app.model_copy(update={"plugins": [*app.plugins, SteeringPlugin()]})
+        self.runner = Runner(app=steered, session_service=service)
         # /live gates tools itself (ADK live cannot confirm): the same app plus our plugin.
         live_app = (
             live_agent

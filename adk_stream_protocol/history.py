@@ -19,6 +19,9 @@ ASSISTANT_MESSAGE_ID_KEY = "ui_assistant_message_id"
 RESPONSE_ID_KEY = "ui_response_id"
 # Set on the runs of responses that hold back text and results (docs/adr/0010).
 DEFERRED_KEY = "ui_deferred"
+# On the user event that adds steering messages to a paused turn: their ids, each taken once
+# (docs/adr/0022). Such an event continues its turn; it is no user turn of its own.
+STEERING_IDS_KEY = "ui_steering_ids"
 
 
 def live_events(events: Sequence[Event]) -> list[Event]:
@@ -40,10 +43,27 @@ def live_events(events: Sequence[Event]) -> list[Event]:
 
 
 def is_user_turn(event: Event) -> bool:
-    """A message the user typed (or spoke), as opposed to tool results sent for them."""
+    """A message the user typed (or spoke), as opposed to tool results sent for them and
+    steering messages added to a paused turn."""
     if event.author != "user" or not event.content or not event.content.parts:
         return False
+    if is_steering(event):
+        return False
     return not any(p.function_response for p in event.content.parts)
+
+
+def is_steering(event: Event) -> bool:
+    return event.author == "user" and STEERING_IDS_KEY in (event.custom_metadata or {})
+
+
+def used_steering_ids(events: Sequence[Event]) -> set[str]:
+    """The ids of the steering messages the session already took."""
+    used: set[str] = set()
+    for event in events:
+        ids = (event.custom_metadata or {}).get(STEERING_IDS_KEY) if is_steering(event) else None
+        if isinstance(ids, list):
+            used.update(i for i in ids if isinstance(i, str))
+    return used
 
 
 def last_user_turn(events: Sequence[Event]) -> Event | None:

@@ -16,13 +16,14 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from google.adk.events import Event
+from google.genai import types
 
 from adk_stream_protocol.chunks import BaseChunk, FinishReason
 from adk_stream_protocol.converter import StreamProtocolConverter
 from adk_stream_protocol.coordination import ChatKey, PendingCalls, ResponseLog, WaitingCall
 from adk_stream_protocol.deferral import Deferral
 from adk_stream_protocol.live_runs import LiveRun
-from adk_stream_protocol.planner import Answers, check_complete, collect_answers
+from adk_stream_protocol.planner import Answers, check_complete, collect_answers, take_steering
 from adk_stream_protocol.response import ChunkSink, Response
 from adk_stream_protocol.settings import Settings
 from adk_stream_protocol.tool_calls import TurnCalls
@@ -73,6 +74,8 @@ class LiveTurn:
         self._unannounced: list[WaitingCall] = []  # approvals whose call event is still due
         self._held: list[BaseChunk] = []  # held back for the turn's final response
         self._backlog: list[Event] = []  # arrived while no response was open
+        self._steered: set[str] = set()  # ids of the steering messages this turn took
+        self._steering: list[types.Part] = []  # taken, for when the model's turn completes
         self.response: LiveResponse | None = None
 
     # -- responses ----------------------------------------------------------------------------
@@ -151,7 +154,9 @@ class LiveTurn:
         response.calls.observe(event)
         await response.convert(event)
         await self._announce_known_calls(response)
-        if event.turn_complete:
+        if event.turn_complete and self._steering:
+            self._steer()  # the response goes on with the model's answer to it
+        elif event.turn_complete:
             await self.end_response()
         elif event.interrupted:
             self._run.discard_rest_of_model_turn()
@@ -210,12 +215,17 @@ class LiveTurn:
         """What the client's message answers (refused with ``RequestError`` if nothing)."""
         view = _TurnPending(self, await self._pending.waiting(self._chat))
         answers = collect_answers(message, view)
+        take_steering(answers, message, self._steered)
         if not (answers.empty() and self._backlog):  # a backlog is worth a response
             check_complete(answers, message.id, view)
         return answers
 
     async def apply_answers(self, answers: Answers) -> None:
         """Run what the answers decide, inside the response just opened for them."""
+        # Steering waits for the end of the model's turn: user content sent while the model
+        # waits for tool results or answers interrupts it (docs/adr/0022).
+        self._steered.update(answers.steering_ids)
+        self._steering.extend(answers.steering)
         backlog, self._backlog = self._backlog, []
         for event in backlog:
             await self.on_event(event)
@@ -224,6 +234,12 @@ class LiveTurn:
             await self._pending.decide(self._chat, decision.approval_id, decision.approved)
         for call_id, result in answers.outputs.items():
             await self.deliver(call_id, result)
+
+    def _steer(self) -> None:
+        logger.debug("live steering sent chat=%s parts=%d", self._chat[1], len(self._steering))
+        content = types.Content(role="user", parts=self._steering)
+        self._steering = []
+        self._run.send_content(content)
 
     def waiting_browser_calls(self) -> set[str]:
         """Browser calls still without the client's result."""

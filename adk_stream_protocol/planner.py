@@ -2,7 +2,8 @@
 
 ``collect_answers`` and ``check_complete`` are the one set of rules for what a continuation
 answers (approvals, browser results), on both transports: each reads what is pending through
-a ``PendingView``.
+a ``PendingView``. ``take_steering`` adds the steering messages that ride with the answers
+(docs/adr/0022).
 
 ``plan_turn`` (``/stream``) compares the client's message list with the session's history and
 returns a ``TurnPlan``: the message id to stream under, the new content for ADK (never history the
@@ -13,8 +14,9 @@ function of the request and the stored events, so it is tested without running a
 
 from __future__ import annotations
 
+import logging
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -23,14 +25,16 @@ from google.genai import types
 
 from adk_stream_protocol.errors import RequestError
 from adk_stream_protocol.history import (
+    STEERING_IDS_KEY,
     USER_MESSAGE_ID_KEY,
     current_turn,
     find_user_turn,
     held_responses,
     last_user_turn,
     live_events,
+    used_steering_ids,
 )
-from adk_stream_protocol.inputs import browser_result, user_content
+from adk_stream_protocol.inputs import browser_result, steering_input, user_content
 from adk_stream_protocol.tool_calls import (
     ABANDONED_RESULT,
     CONFIRMATION_TOOL,
@@ -39,6 +43,8 @@ from adk_stream_protocol.tool_calls import (
     turn_calls,
 )
 from adk_stream_protocol.ui_messages import ChatRequest, UIMessage
+
+logger = logging.getLogger(__name__)
 
 
 def new_message_id() -> str:
@@ -64,10 +70,12 @@ class TurnPlan:
     continuation: bool = False
     user_message_id: str | None = None  # the client's id of the user message, if any
     rewind_before_invocation_id: str | None = None
-    # Tool results stored before the run, in the paused invocation: browser results (ADK
-    # drops them from a message that also answers a confirmation) and cancellations.
+    # Stored before the run, in the paused invocation: browser results (ADK drops them from a
+    # message that also answers a confirmation), cancellations, and steering messages (ADK
+    # refuses text beside function responses; docs/adr/0022).
     prior_tool_results: types.Content | None = None
     prior_invocation_id: str | None = None
+    prior_metadata: dict[str, Any] | None = None  # the stored event's custom_metadata
     denied_tool_call_ids: frozenset[str] = frozenset()
     # Approved browser tools still waiting for the browser: the response hands them back to
     # the client (tool-input-available again) and ADK is not resumed until their results
@@ -165,6 +173,9 @@ class Answers:
     decisions: list[Decision] = field(default_factory=list)
     outputs: dict[str, dict[str, Any]] = field(default_factory=dict)  # browser results
     rearmed: list[str] = field(default_factory=list)  # approved browser calls, no result yet
+    # Steering messages not taken before: they go with the answers, never on their own.
+    steering_ids: list[str] = field(default_factory=list)
+    steering: list[types.Part] = field(default_factory=list)
 
     @property
     def denied(self) -> set[str]:
@@ -231,9 +242,27 @@ def collect_answers(message: UIMessage, view: PendingView) -> Answers:
     return answers
 
 
+def take_steering(answers: Answers, message: UIMessage, used: Collection[str]) -> None:
+    """Add to ``answers`` the steering messages of the client's last message that were not
+    taken before (a client re-sends them with every continuation): their ids and content."""
+    seen = set(used)
+    for steering in message.steering_parts():
+        if steering.id in seen:
+            continue
+        seen.add(steering.id)
+        answers.steering_ids.append(steering.id)
+        answers.steering.extend(steering_input([steering]))
+
+
 def check_complete(answers: Answers, message_id: str, view: PendingView) -> None:
     """Refuse a continuation that answers nothing, or only part of a step: ADK would call
     the model with some calls still open."""
+    if answers.empty() and answers.steering_ids:
+        raise RequestError(
+            409,
+            f"message {message_id!r} adds a steering message but answers no pending approval "
+            "or tool call, so there is no turn to add it to; send it in a user message",
+        )
     if answers.empty():
         raise RequestError(
             409,
@@ -289,6 +318,7 @@ def _continue(
     calls = turn_calls(current_turn(history))
     view = StoredPending(calls)
     answers = collect_answers(last, view)
+    take_steering(answers, last, used_steering_ids(history))
     check_complete(answers, last.id, view)
     plan = TurnPlan(
         message_id=last.id,
@@ -305,6 +335,9 @@ def _continue(
         plan.rearmed_calls = [
             RearmedCall(c, calls.calls[c], calls.call_args.get(c, {})) for c in answers.rearmed
         ]
+        if answers.steering_ids:
+            # Not taken: the message comes again with the browser's results.
+            logger.debug("steering %s waits for the browser's results", answers.steering_ids)
         return plan
     confirmations = [
         _confirmation_response(calls.confirmations[d.approval_id], approved=d.approved)
@@ -314,13 +347,21 @@ def _continue(
         _response_part(calls.calls[call_id], call_id, result)
         for call_id, result in answers.outputs.items()
     ]
+    prior: list[types.Part] = []
     if confirmations and outputs:
         # ADK drops the results from a message that also answers a confirmation: they are
         # stored in the paused invocation first.
         plan.new_message = types.Content(role="user", parts=confirmations)
-        plan.prior_tool_results = types.Content(role="user", parts=outputs)
+        prior.extend(outputs)
     else:
         plan.new_message = types.Content(role="user", parts=confirmations or outputs)
+    if answers.steering:
+        # ADK refuses text beside function responses: the steering is stored in the paused
+        # invocation too, and SteeringPlugin puts it into the model's input (docs/adr/0022).
+        prior.extend(answers.steering)
+        plan.prior_metadata = {STEERING_IDS_KEY: answers.steering_ids}
+    if prior:
+        plan.prior_tool_results = types.Content(role="user", parts=prior)
     return plan
 
 

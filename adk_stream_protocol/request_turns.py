@@ -107,6 +107,7 @@ async def _plan(bridge: Bridge, user_id: str, request: ChatRequest) -> TurnPlan:
                 author="user",
                 invocation_id=plan.prior_invocation_id or session.events[-1].invocation_id,
                 content=plan.prior_tool_results,
+                custom_metadata=plan.prior_metadata,
             ),
         )
     logger.info(

@@ -1,10 +1,12 @@
 """The request side: ``UIMessage`` and its parts, and the body ``DefaultChatTransport`` posts.
 
 Parts are validated by their ``type``; an unknown type is an error, not something to drop.
-Unknown *keys* on known parts are ignored, because newer 6.x clients add fields (``title``,
-``callProviderMetadata``, ``preliminary``…) that the server does not need
-(docs/adr/0005-request-validation.md). Values are strict: a decision is a JSON boolean and an
-id a string, never a coerced ``"yes"`` or ``1`` (docs/adr/0019).
+Unknown *keys* on known parts are ignored, because newer clients add fields (``title``,
+``callProviderMetadata``, ``preliminary``, ai 7's ``providerMetadata``…) that the server does
+not need (docs/adr/0005-request-validation.md). The parts ai 7 added (``custom``,
+``reasoning-file``, ``steering-message``) are modelled like the others. Values are strict: a
+decision is a JSON boolean and an id a string, never a coerced ``"yes"`` or ``1``
+(docs/adr/0019).
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ class TextUIPart(UIModel):
     type: Literal["text"]
     text: str
     state: Literal["streaming", "done"] | None = None
+    # ai 7: references the model gave for its text. Nothing in a user's content takes them.
+    citations: list[UnknownJson] | None = None
 
 
 class ReasoningUIPart(UIModel):
@@ -52,9 +56,51 @@ class ReasoningUIPart(UIModel):
 
 class FileUIPart(UIModel):
     type: Literal["file"]
+    # ai 7 also allows a bare top-level type ("image") or a wildcard ("image/*").
     media_type: str
+    # Still required in ai 7, even beside a provider reference (then it is often "").
     url: str
     filename: str | None = None
+    # ai 7: provider name -> id of a file uploaded to that provider (never fetched here).
+    provider_reference: dict[str, str] | None = None
+
+
+class CustomUIPart(UIModel):
+    """ai 7: provider-specific content (``kind`` is ``{provider}.{type}``)."""
+
+    type: Literal["custom"]
+    kind: str
+
+
+class ReasoningFileUIPart(UIModel):
+    """ai 7: a file the model produced while reasoning."""
+
+    type: Literal["reasoning-file"]
+    media_type: str
+    url: str
+
+
+def _steering_tag(value: Any) -> str | None:
+    part_type = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    return part_type if part_type in ("text", "file") else None
+
+
+SteeringContentPart: TypeAlias = Annotated[
+    Annotated[TextUIPart, Tag("text")] | Annotated[FileUIPart, Tag("file")],
+    Discriminator(
+        _steering_tag,
+        custom_error_type="unknown_part_type",
+        custom_error_message="a steering message holds only text and file parts",
+    ),
+]
+
+
+class SteeringMessageUIPart(UIModel):
+    """ai 7 (experimental): a user message added to a running generation (docs/adr/0022)."""
+
+    type: Literal["steering-message"]
+    id: str
+    parts: list[SteeringContentPart]
 
 
 class StepStartUIPart(UIModel):
@@ -80,6 +126,9 @@ class ToolApproval(UIModel):
     id: str
     approved: bool | None = None
     reason: str | None = None
+    # ai 7 copies these from the approval request; the server reads its own session instead.
+    request_reason: str | None = None
+    is_automatic: bool | None = None
 
 
 class ToolUIPartBase(UIModel):
@@ -115,7 +164,18 @@ class DataUIPart(UIModel):
 
 
 _FIXED_PART_TYPES = frozenset(
-    {"text", "reasoning", "file", "step-start", "source-url", "source-document", "dynamic-tool"}
+    {
+        "text",
+        "reasoning",
+        "file",
+        "step-start",
+        "source-url",
+        "source-document",
+        "dynamic-tool",
+        "custom",
+        "reasoning-file",
+        "steering-message",
+    }
 )
 # The tags of the part union; pydantic puts them in validation error locations.
 PART_TAGS = _FIXED_PART_TYPES | {"tool", "data"}
@@ -143,13 +203,17 @@ UIMessagePart: TypeAlias = Annotated[
     | Annotated[SourceDocumentUIPart, Tag("source-document")]
     | Annotated[ToolUIPart, Tag("tool")]
     | Annotated[DynamicToolUIPart, Tag("dynamic-tool")]
-    | Annotated[DataUIPart, Tag("data")],
+    | Annotated[DataUIPart, Tag("data")]
+    | Annotated[CustomUIPart, Tag("custom")]
+    | Annotated[ReasoningFileUIPart, Tag("reasoning-file")]
+    | Annotated[SteeringMessageUIPart, Tag("steering-message")],
     Discriminator(
         _part_tag,
         custom_error_type="unknown_part_type",
         custom_error_message=(
             "unknown part type; expected text, reasoning, file, step-start, source-url, "
-            "source-document, dynamic-tool, tool-<name> or data-<name>"
+            "source-document, dynamic-tool, custom, reasoning-file, steering-message, "
+            "tool-<name> or data-<name>"
         ),
     ),
 ]
@@ -165,6 +229,25 @@ class UIMessage(UIModel):
 
     def tool_parts(self) -> list[AnyToolUIPart]:
         return [p for p in self.parts if isinstance(p, ToolUIPart | DynamicToolUIPart)]
+
+    def steering_parts(self) -> list[SteeringMessageUIPart]:
+        return [p for p in self.parts if isinstance(p, SteeringMessageUIPart)]
+
+    def typed_text_chars(self) -> int:
+        """Characters of text the user wrote: a user message's text, and in any message the
+        text of its steering messages (both become the user's input)."""
+        own = self.parts if self.role == "user" else []
+        steered = [q for s in self.steering_parts() for q in s.parts]
+        return sum(len(p.text) for p in [*own, *steered] if isinstance(p, TextUIPart))
+
+    def files(self) -> list[FileUIPart]:
+        """The file parts, those inside steering messages included."""
+        steered = [q for s in self.steering_parts() for q in s.parts]
+        return [p for p in [*self.parts, *steered] if isinstance(p, FileUIPart)]
+
+    def part_count(self) -> int:
+        """Parts, counting those inside steering messages too."""
+        return len(self.parts) + sum(len(s.parts) for s in self.steering_parts())
 
 
 class ChatRequest(UIModel):
@@ -209,27 +292,27 @@ def check_limits(request: ChatRequest, limits: RequestLimits) -> None:
             f"{limits.max_messages_per_request}",
         )
     for message in request.messages:
-        if len(message.parts) > limits.max_parts_per_message:
+        parts = message.part_count()
+        if parts > limits.max_parts_per_message:
             raise RequestError(
                 413,
-                f"message {message.id!r} has {len(message.parts)} parts; the limit is "
+                f"message {message.id!r} has {parts} parts; the limit is "
                 f"{limits.max_parts_per_message}",
             )
-        for part in message.parts:
-            if isinstance(part, FileUIPart) and _decoded_size(part.url) > limits.max_file_bytes:
+        for file in message.files():
+            if _decoded_size(file.url) > limits.max_file_bytes:
                 raise RequestError(
                     413,
                     f"a file in message {message.id!r} is larger than "
                     f"{limits.max_file_bytes} bytes",
                 )
-        if message.role == "user":
-            chars = sum(len(p.text) for p in message.parts if isinstance(p, TextUIPart))
-            if chars > limits.max_message_chars:
-                raise RequestError(
-                    413,
-                    f"message {message.id!r} has {chars} characters of text; the limit is "
-                    f"{limits.max_message_chars}",
-                )
+        chars = message.typed_text_chars()
+        if chars > limits.max_message_chars:
+            raise RequestError(
+                413,
+                f"message {message.id!r} has {chars} characters of text; the limit is "
+                f"{limits.max_message_chars}",
+            )
 
 
 def _decoded_size(url: str) -> int:

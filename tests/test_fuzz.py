@@ -55,6 +55,7 @@ from adk_stream_protocol.ui_messages import (
     AnyToolUIPart,
     ChatRequest,
     FileUIPart,
+    SteeringMessageUIPart,
     TextUIPart,
     ToolState,
     parse_chat_body,
@@ -222,7 +223,17 @@ TOOL_NAMES = st.sampled_from(
     ["process_payment", "get_weather", "get_location", "change_bgm", "adk_request_confirmation"]
 ) | st.text(max_size=8)
 MEDIA_TYPES = st.sampled_from(
-    ["image/png", "text/plain", "application/pdf", "audio/wav", "application/x-evil", "", "png"]
+    [
+        "image/png",
+        "text/plain",
+        "application/pdf",
+        "audio/wav",
+        "application/x-evil",
+        "",
+        "png",
+        "image",  # ai 7: a bare top-level type, narrowed by the data: URL or the bytes
+        "image/*",
+    ]
 )
 URLS = st.sampled_from(
     [
@@ -276,7 +287,10 @@ def record(
     return out
 
 
-APPROVALS = record({"id": IDS}, {"approved": APPROVED, "reason": TEXT})
+APPROVALS = record(
+    {"id": IDS},
+    {"approved": APPROVED, "reason": TEXT, "requestReason": TEXT, "isAutomatic": st.booleans()},
+)
 TOOL_FIELDS: dict[str, Strategy[Any]] = {
     "input": SMALL_JSON,
     "output": SMALL_JSON,
@@ -285,10 +299,30 @@ TOOL_FIELDS: dict[str, Strategy[Any]] = {
     "providerExecuted": st.booleans(),
     "preliminary": st.booleans(),
 }
+TEXT_PARTS = record(
+    {"type": st.just("text"), "text": MESSAGE_TEXTS},
+    {"state": PART_STATES, "citations": st.lists(SMALL_JSON, max_size=2)},
+)
+FILE_PARTS = record(
+    {"type": st.just("file"), "mediaType": MEDIA_TYPES, "url": URLS},
+    {"filename": TEXT, "providerReference": st.dictionaries(TEXT, TEXT, max_size=2)},
+)
 PARTS: Strategy[dict[str, Any]] = st.one_of(
-    record({"type": st.just("text"), "text": MESSAGE_TEXTS}, {"state": PART_STATES}),
+    TEXT_PARTS,
     record({"type": st.just("reasoning"), "text": TEXT}, {"state": PART_STATES}),
-    record({"type": st.just("file"), "mediaType": MEDIA_TYPES, "url": URLS}, {"filename": TEXT}),
+    FILE_PARTS,
+    # ai 7's parts; a steering message holds text and files only.
+    record({"type": st.just("custom"), "kind": TEXT}, {"providerMetadata": SMALL_JSON}),
+    record({"type": st.just("reasoning-file"), "mediaType": MEDIA_TYPES, "url": URLS}),
+    record(
+        {
+            "type": st.just("steering-message"),
+            "id": IDS,
+            "parts": st.lists(
+                TEXT_PARTS | FILE_PARTS | record({"type": UNKNOWN_PART_TYPES}), max_size=3
+            ),
+        }
+    ),
     record({"type": st.just("step-start")}),
     record({"type": st.just("source-url"), "sourceId": IDS, "url": URLS}, {"title": TEXT}),
     record(
@@ -365,6 +399,11 @@ USER_EXTRA_PARTS = st.sampled_from(
         {"type": "step-start"},
         {"type": "data-note", "id": "n-1", "data": {"k": [1, 2]}},
         {"type": "source-url", "sourceId": "s-1", "url": "https://example.com"},
+        # ai 7: a file of a bare type, display-only parts, a steering message
+        {"type": "file", "mediaType": "image", "url": PNG_URL},
+        {"type": "custom", "kind": "openai.thing"},
+        {"type": "reasoning-file", "mediaType": "image/png", "url": PNG_URL},
+        {"type": "steering-message", "id": "st-1", "parts": [{"type": "text", "text": "and"}]},
     ]
 )
 _HELLO = [
@@ -610,11 +649,15 @@ def assert_accepted_request_is_sound(request: ChatRequest, limits: RequestLimits
     """Within every limit, every decision a JSON boolean, and no lone surrogate inside."""
     assert len(request.messages) <= limits.max_messages_per_request
     for message in request.messages:
-        assert len(message.parts) <= limits.max_parts_per_message
-        if message.role == "user":
-            chars = sum(len(p.text) for p in message.parts if isinstance(p, TextUIPart))
-            assert chars <= limits.max_message_chars
-        for part in message.parts:
+        # A steering message's parts count as the message's own: they are the user's input.
+        steered = [
+            q for p in message.parts if isinstance(p, SteeringMessageUIPart) for q in p.parts
+        ]
+        assert len(message.parts) + len(steered) <= limits.max_parts_per_message
+        typed = [*(message.parts if message.role == "user" else []), *steered]
+        chars = sum(len(p.text) for p in typed if isinstance(p, TextUIPart))
+        assert chars <= limits.max_message_chars
+        for part in [*message.parts, *steered]:
             if isinstance(part, FileUIPart):
                 assert file_size(part.url) <= limits.max_file_bytes
         tool_parts: list[AnyToolUIPart] = message.tool_parts()
