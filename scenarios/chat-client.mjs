@@ -1,6 +1,16 @@
-// Real-client checker: drives the AI SDK v6 chat state machine (AbstractChat +
-// DefaultChatTransport from the real `ai` package, or the project's own
-// WebSocketChatTransport from client/) against a running server.
+// Real-client checker: drives the AI SDK chat state machine (AbstractChat from
+// the real `ai` package: 6.0.25, the newest 6.x or 7.x) against a running
+// server, over one of three transports:
+//   - POST /stream with the package's own DefaultChatTransport;
+//   - WS /live with the project's WebSocketChatTransport (client/dist), which
+//     speaks our `/live` envelope (docs/live-protocol.md);
+//   - WS /live with ai 7's own (stock) WebSocketChatTransport.
+//
+// The scenario catalogue (catalogue/*.json, run by tests/test_scenarios.py)
+// chooses a job's client and transport per run: "stream" is "http" for every
+// client; "live" is "ws" for 6.0.25 and 6, and for 7 "ws-stock" and/or "ws"
+// as the scenario's `v7Live` says (["stock"] by default, "ours" for ours);
+// `transports` and `clients` narrow the runs (README.md, "The run matrix").
 //
 //   node chat-client.mjs < job.json > report.json      (logs go to stderr)
 //
@@ -8,22 +18,31 @@
 //
 // Set-up: `npm ci` here; for "ws" also `npm ci` in ../client first (its
 // `prepare` builds ../client/dist; run `npm run build` there after editing the
-// transport).
+// transport). ai 7 declares node >=22; on Node 20 npm only warns (EBADENGINE).
 //
 // Everything the chat does comes from the real package. This script only
 // supplies in-memory state storage, a fetch wrapper (or a WebSocket subclass)
-// that records the wire, and the user's actions (the job's steps).
+// that records the wire, and the user's actions (the job's steps). Our
+// transport imports `ai`; here that import resolves to the job's client
+// package (a module resolve hook), as an app's bundler would resolve it.
 //
 // Job (one JSON object on stdin):
-//   transport              "http" (default: DefaultChatTransport) | "ws" (the
-//                          built client/dist WebSocketChatTransport over `ws`)
+//   client                 "6.0.25" | "6" (the newest 6.x, default) | "7" (the
+//                          newest 7.x): the `ai` package of AbstractChat and of
+//                          the transport
+//   transport              "http" (default): the client's DefaultChatTransport
+//                          "ws": our WebSocketChatTransport (client/dist) over
+//                          `ws`, one socket per chat at `api?chatId=…`
+//                          "ws-stock": ai 7's WebSocketChatTransport (client
+//                          "7" only) over `ws`, at `api` as given (no query
+//                          string): requestId-correlated send/resume/abort
+//                          frames, answered by start/chunk/end/error/no-active
 //   api                    POST endpoint, e.g. "http://127.0.0.1:8000/stream",
-//                          or for "ws" the socket URL "ws://127.0.0.1:8000/live"
-//   client                 "latest" (ai 6.0.326, default) | "6.0.25"; for "ws"
-//                          the transport validates with that package's schema
+//                          or the socket URL "ws://127.0.0.1:8000/live"
 //   chatId, headers, body  passed to AbstractChat / the transport (for "ws",
 //                          headers go on the upgrade request of the recording
-//                          socket: a browser cannot do that)
+//                          socket: a browser cannot do that; for "ws-stock",
+//                          into every frame, which is what that transport does)
 //   closeStreamAt, pingIntervalMs, sendOnlyLastMessages
 //                          "ws" only: passed to WebSocketChatTransport
 //   sendAutomaticallyWhen  "none" | "approvals" | "tool-calls" | "both"
@@ -38,30 +57,46 @@
 //     {action:"approve", approved? (bool, or one per matching part), reason?,
 //      toolName?, toolCallId?, output? | errorText? (run the tool as approved)}
 //     {action:"toolOutput", toolName?, toolCallId?, output? | errorText?}
-//     {action:"stop", afterChunks}   arms a stop for the NEXT response
+//     {action:"stop", afterChunks}   arms a stop for the NEXT response: it is
+//      cut after `afterChunks` chunks, the frames after the cut are held back
+//      until the chat has stopped (over "ws" our transport then sends an
+//      `interrupt` frame, over "ws-stock" the stock one an `abort` frame), then
+//      handed to the transport, which must drop them
 //     {action:"wait", ms}            the user takes their time
 //     {action:"resume"}              chat.resumeStream(), as useChat({resume:true}) on mount
-//     {action:"interrupt", afterChunks?}   the same (default 1 chunk). Over
-//      "ws" the frames after the cut are held back until the chat has
-//      stopped, then handed to the transport, which sends an `interrupt`
-//      frame and must drop the rest of that response up to its [DONE]
+//     {action:"interrupt", afterChunks?}   "http" or "ws": the same as stop
+//      (default 1 chunk); over "ws" the transport must drop the rest of that
+//      response up to its [DONE]
 //     {action:"audio", chunks?, sampleRate?, withMessage?}   "ws" only:
 //      audio_control start, `chunks` (default 10) × 100 ms of a 440 Hz sine as
 //      PCM16, audio_control stop; withMessage first sends a voice message (one
 //      data-voice part, no text) that opens the request the audio answers
 //
 // Report (one JSON object on stdout): requests (wire record per request, with
-// SSE events, parsed chunks, and violations of the strict 6.0.25 and the
-// 6.0.326 chunk schemas), messages, status, error, finishReasons, loop,
-// timeout, toolCalls, steps. Exit code 0 whenever a report is printed.
+// parsed chunks and `violations`: for each client name, what its chunk schema
+// says of every chunk: {"6.0.25": [...], "6": [...], "7": [...]}), messages,
+// status, error, finishReasons, loop, timeout, toolCalls, steps. Exit code 0
+// whenever a report is printed.
+// For "http", a request has its SSE `events`, `rawBody`, `status`.
 // For "ws", a request is one `message` frame and its response: the frames
 // received for it up to its [DONE] (`frames`, `events`, `frameProblems`),
 // the control frames and other frames sent meanwhile (`controls`, `sent`),
 // `refused` (an error control frame answered it), `closedBeforeDone`; and
 // `ws` lists connections, every control frame, the frames the transport
 // handed to onControl, frames sent outside a request, and stray data frames.
+// For "ws-stock", a request is one `send` or `resume` frame (`kind`,
+// `requestId`; `request.body` is that frame) and every frame received with
+// its requestId (`frames`, parsed), its chunks and their `sequences`,
+// `ended` ("end" | "error" | "no-active" | null), `errorText`, `aborted` (an
+// abort frame went out), `sent` (its other frames, i.e. abort),
+// `framesAfterAbort`, `closedBeforeEnd`, `frameProblems` (unknown frame type,
+// bad or out-of-order sequence, a frame after the request ended); and `ws`
+// lists connections, frames sent outside a request, and `strayFrames` (not
+// JSON, no requestId, or a requestId never sent: the stock transport fails
+// every open request on the first two).
 
 import { readFileSync } from 'node:fs';
+import { register } from 'node:module';
 import process from 'node:process';
 
 // After a step, the chat must stay idle this long before we call it quiescent,
@@ -74,16 +109,34 @@ const DEFAULT_MAX_REQUESTS = 8;
 // this long, so the chunks we let through have really been applied.
 const STOP_QUIET_MS = 100;
 
-const CLIENT_PACKAGES = { latest: 'ai', '6.0.326': 'ai', '6.0.25': 'ai-6.0.25' };
+// Client name -> the npm alias it is installed as (package.json pins each).
+const CLIENT_PACKAGES = { '6.0.25': 'ai-6.0.25', 6: 'ai', 7: 'ai-7' };
+const isV7 = client => client === '7';
 const AUTO_SEND_MODES = new Set(['none', 'approvals', 'tool-calls', 'both', 'seed']);
 const ACTIONS = new Set([
   'send', 'regenerate', 'approve', 'toolOutput', 'stop', 'interrupt', 'audio', 'wait',
   'resume',
 ]);
-const TRANSPORTS = new Set(['http', 'ws']);
+const TRANSPORTS = new Set(['http', 'ws', 'ws-stock']);
 // Where the checker finds the shipped WebSocket transport (built by `npm ci`
 // or `npm run build` in client/).
 const WS_TRANSPORT_MODULE = new URL('../client/dist/ws-chat-transport.js', import.meta.url);
+
+// Our transport's `import ... from 'ai'` resolves, in a real app, to the app's
+// own `ai`. Here it is imported once per client as `ws-chat-transport.js?ai=<alias>`
+// and this resolve hook sends its `ai` to that alias in scenarios/node_modules.
+const RESOLVE_HOOK = `
+const scenarios = ${JSON.stringify(import.meta.url)};
+export async function resolve(specifier, context, next) {
+  const marker = '?ai=';
+  const at = context.parentURL?.indexOf(marker) ?? -1;
+  if (specifier === 'ai' && at !== -1) {
+    const alias = decodeURIComponent(context.parentURL.slice(at + marker.length));
+    return next(alias, { ...context, parentURL: scenarios });
+  }
+  return next(specifier, context);
+}`;
+register(`data:text/javascript,${encodeURIComponent(RESOLVE_HOOK)}`);
 
 const log = (...args) => console.error('[chat-client]', ...args);
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
@@ -195,6 +248,15 @@ function describeIssues(issues) {
       return `${path || '(chunk)'}: ${issue.message}${keys}`;
     })
     .join('; ');
+}
+
+// What each client's chunk schema says of these chunks: {clientName: violations}.
+async function violationsByClient(schemas, chunkEntries) {
+  const out = {};
+  for (const [client, schema] of Object.entries(schemas)) {
+    out[client] = await validateChunks(schema, chunkEntries);
+  }
+  return out;
 }
 
 async function validateChunks(schema, chunkEntries) {
@@ -647,6 +709,208 @@ function createWsRecorder({ maxRequests, touch, WebSocket, headers }) {
 }
 
 // ---------------------------------------------------------------------------
+// Recorder for ai 7's stock WebSocketChatTransport: the same kind of `ws`
+// subclass, but requests are correlated by the `requestId` every frame
+// carries (the transport multiplexes chats and requests over one socket).
+// A `send` or `resume` frame opens a request record; `abort` marks it; every
+// frame received goes to the record of its requestId.
+// ---------------------------------------------------------------------------
+
+const STOCK_RESPONSE_TYPES = new Set(['start', 'chunk', 'end', 'error', 'no-active']);
+const STOCK_TERMINAL_TYPES = new Set(['end', 'error', 'no-active']);
+
+function parseJson(text) {
+  try {
+    return { value: JSON.parse(text) };
+  } catch (error) {
+    return { error: errorMessage(error) };
+  }
+}
+
+function createStockWsRecorder({ maxRequests, touch, WebSocket }) {
+  const recorder = {
+    records: [],
+    byRequestId: new Map(),
+    connections: [],
+    sent: [], // frames sent that open no request and name none we know
+    strayFrames: [], // frames received that belong to no request we sent
+    loop: false,
+    loopRequest: null,
+    armedStop: null, // {afterChunks, onCut} for the next request
+    get inFlight() {
+      return this.records.filter(record => record.pending).length;
+    },
+  };
+
+  // As for our transport: after a stop's cut, every frame waits until the
+  // chat has stopped, then goes to the transport, which must ignore it.
+  let holding = false;
+  const held = [];
+  const release = () => {
+    holding = false;
+    for (const deliver of held.splice(0)) deliver();
+    touch();
+  };
+
+  function onSent(connection, text) {
+    touch();
+    const { value: frame } = parseJson(text);
+    const type = frame?.type;
+    if (type === 'send' || type === 'resume') {
+      const request = { method: 'WS', url: connection.url, headers: frame.headers ?? {}, body: frame };
+      if (recorder.records.length >= maxRequests) {
+        recorder.loop = true;
+        recorder.loopRequest = request;
+        throw new LoopGuardError(`loop guard: more than ${maxRequests} requests (maxRequests)`);
+      }
+      const record = {
+        kind: type,
+        requestId: frame.requestId,
+        request,
+        connection: recorder.connections.indexOf(connection),
+        frames: [],
+        sent: [],
+        pending: true,
+        ended: null,
+        errorText: null,
+        aborted: false,
+        framesAfterAbort: 0,
+        closedBeforeEnd: null,
+        frameProblems: [],
+        stop: recorder.armedStop,
+        stopped: false,
+        deliveredChunks: 0,
+      };
+      recorder.armedStop = null;
+      recorder.records.push(record);
+      recorder.byRequestId.set(frame.requestId, record);
+      return;
+    }
+    const record = recorder.byRequestId.get(frame?.requestId);
+    if (record == null) {
+      recorder.sent.push(frame ?? text);
+      return;
+    }
+    record.sent.push(frame);
+    if (type === 'abort') {
+      record.aborted = true;
+      // The transport has closed the request's stream; whatever the server
+      // still sends for it is recorded but waited for no longer.
+      record.pending = false;
+    }
+  }
+
+  function onReceived(text) {
+    touch();
+    const parsed = parseJson(text);
+    const frame = parsed.value;
+    const record =
+      typeof frame?.requestId === 'string' ? recorder.byRequestId.get(frame.requestId) : undefined;
+    if (record == null) {
+      const problem =
+        parsed.error != null
+          ? `not JSON: ${parsed.error}`
+          : typeof frame?.requestId !== 'string'
+            ? 'no string requestId'
+            : 'a requestId this client never sent';
+      recorder.strayFrames.push({ afterRequest: recorder.records.length - 1, problem, frame: frame ?? text });
+      return;
+    }
+    const index = record.frames.length;
+    record.frames.push(frame);
+    if (record.aborted) record.framesAfterAbort++;
+    const problem = message => record.frameProblems.push({ frameIndex: index, problem: message });
+    if (!STOCK_RESPONSE_TYPES.has(frame.type)) problem(`unknown frame type ${JSON.stringify(frame.type)}`);
+    if (record.ended != null) problem(`${frame.type} after ${record.ended}`);
+    if (frame.type === 'chunk') {
+      const before = record.frames.slice(0, index).filter(f => f.type === 'chunk').length;
+      if (!Number.isSafeInteger(frame.sequence) || frame.sequence !== before) {
+        problem(`chunk sequence ${JSON.stringify(frame.sequence)}, expected ${before}`);
+      }
+    }
+    if (frame.type === 'error' && frame.errorText !== undefined && typeof frame.errorText !== 'string') {
+      problem('errorText is not a string');
+    }
+    if (STOCK_TERMINAL_TYPES.has(frame.type) && record.ended == null) {
+      record.ended = frame.type;
+      if (frame.type === 'error') record.errorText = frame.errorText ?? null;
+      record.pending = false;
+    }
+    if (frame.type !== 'chunk' || record.stop == null || record.stopped) return;
+    record.deliveredChunks++;
+    if (record.deliveredChunks >= record.stop.afterChunks && record.pending) {
+      record.stopped = true;
+      holding = true;
+      Promise.resolve()
+        .then(record.stop.onCut)
+        .finally(release);
+    }
+  }
+
+  function onClose(connection, code, reason) {
+    connection.close = { code, reason };
+    for (const record of recorder.records) {
+      if (record.pending && recorder.connections[record.connection] === connection) {
+        record.pending = false;
+        record.closedBeforeEnd = { code, reason };
+      }
+    }
+    touch();
+  }
+
+  recorder.WebSocket = class RecordingStockWebSocket extends WebSocket {
+    #connection;
+    #holdThis = false;
+
+    constructor(url, protocols) {
+      super(url, protocols);
+      this.#connection = { url: String(url), opened: false, close: null };
+      recorder.connections.push(this.#connection);
+      // Registered before the transport's handlers, so recording comes first.
+      this.on('open', () => {
+        this.#connection.opened = true;
+        touch();
+      });
+      this.on('message', (data, isBinary) => {
+        this.#holdThis = holding;
+        if (isBinary) {
+          recorder.strayFrames.push({ afterRequest: recorder.records.length - 1, problem: 'binary frame' });
+        } else {
+          onReceived(String(data));
+        }
+      });
+      this.on('close', (code, reason) => {
+        this.#holdThis = holding;
+        onClose(this.#connection, code, String(reason));
+      });
+    }
+
+    // The stock transport assigns onmessage / onclose; `ws` turns those into
+    // addEventListener calls, so holding works the same way.
+    addEventListener(type, listener, options) {
+      if (type !== 'message' && type !== 'close') {
+        return super.addEventListener(type, listener, options);
+      }
+      return super.addEventListener(
+        type,
+        event => {
+          if (this.#holdThis) held.push(() => listener.call(this, event));
+          else listener.call(this, event);
+        },
+        options,
+      );
+    }
+
+    send(data, ...rest) {
+      onSent(this.#connection, String(data));
+      return super.send(data, ...rest);
+    }
+  };
+
+  return recorder;
+}
+
+// ---------------------------------------------------------------------------
 // Job handling
 // ---------------------------------------------------------------------------
 
@@ -657,15 +921,19 @@ function validateJob(job) {
   if (!TRANSPORTS.has(transport)) {
     problems.push(`"transport" must be one of ${[...TRANSPORTS]}`);
   }
+  // Options and steps of our /live envelope: our transport only.
   const wsOnly = ['closeStreamAt', 'pingIntervalMs', 'sendOnlyLastMessages'];
   for (const key of wsOnly) {
     if (job?.[key] !== undefined && transport !== 'ws') {
       problems.push(`"${key}" needs "transport": "ws"`);
     }
   }
-  const client = job?.client ?? 'latest';
+  const client = job?.client ?? '6';
   if (!(client in CLIENT_PACKAGES)) {
     problems.push(`"client" must be one of ${Object.keys(CLIENT_PACKAGES)}`);
+  }
+  if (transport === 'ws-stock' && !isV7(client)) {
+    problems.push('"transport": "ws-stock" is ai 7\'s own transport: it needs "client": "7"');
   }
   const mode = job?.sendAutomaticallyWhen ?? 'none';
   if (!AUTO_SEND_MODES.has(mode)) {
@@ -678,6 +946,9 @@ function validateJob(job) {
     }
     if (step?.action === 'audio' && transport !== 'ws') {
       problems.push(`steps[${i}]: "audio" needs "transport": "ws"`);
+    }
+    if (step?.action === 'interrupt' && transport === 'ws-stock') {
+      problems.push(`steps[${i}]: "interrupt" is our /live envelope's; use "stop" with "ws-stock"`);
     }
   }
   if (problems.length > 0) throw new Error(`invalid job: ${problems.join('; ')}`);
@@ -963,8 +1234,7 @@ async function buildRequestReport(record, schemas) {
     endsWithDone: events.at(-1) === '[DONE]',
     endsWithBlankLine: /(\r\n|\n|\r)(\r\n|\n)$/.test(record.rawBody),
     undispatchedTail,
-    strictViolations: await validateChunks(schemas.strict, chunkEntries),
-    latestViolations: await validateChunks(schemas.latest, chunkEntries),
+    violations: await violationsByClient(schemas, chunkEntries),
     bodyError: record.bodyError,
     networkError: record.networkError,
     stopped: record.stopped,
@@ -996,8 +1266,7 @@ async function buildWsRequestReport(record, schemas) {
     chunks,
     endsWithDone: events.at(-1) === '[DONE]',
     frameProblems,
-    strictViolations: await validateChunks(schemas.strict, chunkEntries),
-    latestViolations: await validateChunks(schemas.latest, chunkEntries),
+    violations: await violationsByClient(schemas, chunkEntries),
     controls: record.controls,
     sent: record.sent,
     refused: record.refused,
@@ -1008,6 +1277,40 @@ async function buildWsRequestReport(record, schemas) {
   return report;
 }
 
+async function buildStockWsRequestReport(record, schemas) {
+  const chunkFrames = record.frames.filter(frame => frame.type === 'chunk');
+  const chunks = chunkFrames.map(frame => frame.chunk);
+  const chunkEntries = chunks.map((value, index) => ({ index, eventIndex: index, value }));
+  const report = {
+    transport: 'ws-stock',
+    kind: record.kind,
+    requestId: record.requestId,
+    request: record.request,
+    connection: record.connection,
+    frames: record.frames,
+    frameTypes: record.frames.map(frame => frame.type),
+    chunks,
+    sequences: chunkFrames.map(frame => frame.sequence),
+    ended: record.ended,
+    errorText: record.errorText,
+    frameProblems: record.frameProblems,
+    violations: await violationsByClient(schemas, chunkEntries),
+    sent: record.sent,
+    aborted: record.aborted,
+    framesAfterAbort: record.framesAfterAbort,
+    closedBeforeEnd: record.closedBeforeEnd,
+    stopped: record.stopped,
+  };
+  if (record.stopped) report.deliveredChunks = record.deliveredChunks;
+  return report;
+}
+
+const REQUEST_REPORTS = {
+  http: buildRequestReport,
+  ws: buildWsRequestReport,
+  'ws-stock': buildStockWsRequestReport,
+};
+
 async function buildReport(ctx, { timeout }) {
   // Snapshot the chat first: after a timeout it may still be changing.
   const chatSnapshot = {
@@ -1017,22 +1320,24 @@ async function buildReport(ctx, { timeout }) {
   };
   const requests = [];
   for (const record of ctx.recorder.records) {
-    requests.push(
-      ctx.transportKind === 'ws'
-        ? await buildWsRequestReport(record, ctx.schemas)
-        : await buildRequestReport(record, ctx.schemas),
-    );
+    requests.push(await REQUEST_REPORTS[ctx.transportKind](record, ctx.schemas));
   }
-  const ws =
-    ctx.transportKind === 'ws'
-      ? {
-          connections: ctx.recorder.connections,
-          controls: ctx.recorder.controls,
-          onControl: ctx.onControlFrames,
-          sent: ctx.recorder.sent,
-          strayFrames: ctx.recorder.strayFrames,
-        }
-      : undefined;
+  let ws;
+  if (ctx.transportKind === 'ws') {
+    ws = {
+      connections: ctx.recorder.connections,
+      controls: ctx.recorder.controls,
+      onControl: ctx.onControlFrames,
+      sent: ctx.recorder.sent,
+      strayFrames: ctx.recorder.strayFrames,
+    };
+  } else if (ctx.transportKind === 'ws-stock') {
+    ws = {
+      connections: ctx.recorder.connections,
+      sent: ctx.recorder.sent,
+      strayFrames: ctx.recorder.strayFrames,
+    };
+  }
   return {
     transport: ctx.transportKind,
     client: ctx.client,
@@ -1063,9 +1368,12 @@ function installedVersion(packageName) {
   return JSON.parse(readFileSync(url, 'utf8')).version;
 }
 
-async function importWsTransport() {
+// Our transport, with its `ai` import resolved to `clientPackage` (see RESOLVE_HOOK).
+async function importWsTransport(clientPackage) {
+  const url = new URL(WS_TRANSPORT_MODULE);
+  url.search = `?ai=${encodeURIComponent(clientPackage)}`;
   try {
-    return await import(WS_TRANSPORT_MODULE);
+    return await import(url.href);
   } catch (error) {
     throw new Error(
       `cannot load the WebSocket transport (${errorMessage(error)}): ` +
@@ -1087,22 +1395,29 @@ async function closeWsTransport(ctx) {
   }
 }
 
+// Every client's chunk schema, by client name: each request is checked against all of them.
+let chunkSchemas;
+async function loadChunkSchemas() {
+  if (chunkSchemas == null) {
+    chunkSchemas = {};
+    for (const [client, alias] of Object.entries(CLIENT_PACKAGES)) {
+      chunkSchemas[client] = (await import(alias)).uiMessageChunkSchema();
+    }
+  }
+  return chunkSchemas;
+}
+
 async function createContext(job) {
-  const client = job.client ?? 'latest';
+  const client = job.client ?? '6';
   const clientPackage = CLIENT_PACKAGES[client];
   const ai = await import(clientPackage);
-  const strictAi = await import('ai-6.0.25');
-  const latestAi = await import('ai');
 
   const ctx = {
     ai,
     transportKind: job.transport ?? 'http',
     client,
     clientVersion: installedVersion(clientPackage),
-    schemas: {
-      strict: strictAi.uiMessageChunkSchema(),
-      latest: latestAi.uiMessageChunkSchema(),
-    },
+    schemas: await loadChunkSchemas(),
     lastActivity: Date.now(),
     lastStateChange: Date.now(),
     errors: [],
@@ -1119,7 +1434,7 @@ async function createContext(job) {
   });
   const maxRequests = job.maxRequests ?? DEFAULT_MAX_REQUESTS;
   if (ctx.transportKind === 'ws') {
-    const { WebSocketChatTransport } = await importWsTransport();
+    const { WebSocketChatTransport } = await importWsTransport(clientPackage);
     const { WebSocket } = await import('ws');
     ctx.recorder = createWsRecorder({
       maxRequests,
@@ -1141,6 +1456,15 @@ async function createContext(job) {
         ctx.onControlFrames.push(frame);
         if (frame?.type !== 'pong') ctx.touch();
       },
+    });
+  } else if (ctx.transportKind === 'ws-stock') {
+    const { WebSocket } = await import('ws');
+    ctx.recorder = createStockWsRecorder({ maxRequests, touch: ctx.touch, WebSocket });
+    ctx.transport = new ai.WebSocketChatTransport({
+      url: job.api,
+      webSocket: ctx.recorder.WebSocket,
+      ...(job.headers !== undefined ? { headers: job.headers } : {}),
+      ...(job.body !== undefined ? { body: job.body } : {}),
     });
   } else {
     ctx.recorder = createRecorder({ maxRequests, touch: ctx.touch });
@@ -1230,7 +1554,7 @@ async function runJob(job) {
     await Promise.all(ctx.recorder.records.map(r => r.done));
   }
   // After a timeout the chat is reported as it is, so leave the socket alone.
-  if (ctx.transportKind === 'ws' && !timeout) await closeWsTransport(ctx);
+  if (ctx.transportKind !== 'http' && !timeout) await closeWsTransport(ctx);
   const report = await buildReport(ctx, { timeout });
   // A rejection nobody handled would end a single job's process (exit code 1); serving
   // many, it is reported with every job that was running when it happened.

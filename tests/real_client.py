@@ -1,9 +1,10 @@
 """Run the real AI SDK chat client (scenarios/chat-client.mjs) from Python tests.
 
-The Node script drives `AbstractChat` + `DefaultChatTransport` from the real `ai`
-package against a running server and reports the wire traffic and the final
-chat state. The packages are installed by the test command (`npm ci` in
-scenarios/); a missing install is an error, not a skip.
+The Node script drives `AbstractChat` from the real `ai` package (6.0.25, the newest 6.x, or
+7.x) against a running server and reports the wire traffic and the final chat state: over
+POST /stream with the package's `DefaultChatTransport`, over WS /live with our transport
+(client/) or, for ai 7, with ai 7's own `WebSocketChatTransport`. The packages are installed
+by the test command (`npm ci` in scenarios/); a missing install is an error, not a skip.
 
 One Node process (`chat-client.mjs --serve`) runs every job of the test run, each
 as it is submitted, several at once when they are submitted together: starting
@@ -28,9 +29,18 @@ from tests.support import LiveServer
 
 SCENARIOS_DIR = Path(__file__).resolve().parent.parent / "scenarios"
 CHAT_CLIENT = SCENARIOS_DIR / "chat-client.mjs"
-REQUIRED_PACKAGES = ("ai", "ai-6.0.25")
-# The two clients every flow is checked with: the newest 6.x and the strict 6.0.25.
-CLIENTS = ["latest", "6.0.25"]
+REQUIRED_PACKAGES = ("ai", "ai-6.0.25", "ai-7", "ws")
+# The clients, by the names chat-client.mjs knows them by: ai 6.0.25 (the strict schema of
+# 6.0.25-6.0.230), the newest 6.x and the newest 7.x (scenarios/package.json pins each).
+V6_CLIENTS = ["6.0.25", "6"]
+V7 = "7"
+CLIENTS = [*V6_CLIENTS, V7]
+# The WebSocket transports on /live: ours (client/, our envelope; any client) and ai 7's own.
+OURS, STOCK = "ours", "stock"
+# The client schemas a response must satisfy: a 6.x client's own and the strict 6.0.25 one (the
+# server sends only what every 6.x accepts); a 7 client's own. Every report also says what the
+# others make of each chunk (`violations`), which shows the chunks only ai 7 accepts.
+MUST_VALIDATE = {"6.0.25": ("6.0.25", "6"), "6": ("6.0.25", "6"), V7: (V7,)}
 
 
 def _check_installed() -> str:
@@ -163,6 +173,17 @@ def chunk_types(request_report: dict[str, Any]) -> list[str]:
     ]
 
 
+def rejected_chunk_types(report: dict[str, Any], schema: str) -> list[str]:
+    """The types of the chunks, over every response of a report, that the client ``schema``
+    names ("6.0.25", "6" or "7") rejects: on an ai 7 run, with a 6.x schema, the chunks only
+    ai 7 is sent."""
+    return [
+        violation["chunk"]["type"]
+        for request in report["requests"]
+        for violation in request["violations"][schema]
+    ]
+
+
 # -- what tests assert on a report ------------------------------------------------------------
 
 
@@ -172,12 +193,28 @@ def drive(
     steps: list[dict[str, Any]],
     *,
     live: bool = False,
+    ws: str | None = None,
     **options: Any,
 ) -> dict[str, Any]:
     """Run one job through the real client: over POST /stream, or with ``live`` over WS /live
-    through the shipped WebSocket transport. Every response must be well formed."""
-    job = client_job(server, client, steps, live=live, **options)
+    (see ``client_job`` for the transport). Every response must be well formed."""
+    job = client_job(server, client, steps, live=live, ws=ws, **options)
     return checked(job, run_real_client(job))
+
+
+def job_transport(client: str, *, live: bool, ws: str | None = None) -> str:
+    """chat-client.mjs's ``transport`` for a client: "http" (POST /stream), or on /live "ws"
+    (our transport) or "ws-stock" (ai 7's). ``ws`` picks the WebSocket transport: by default
+    ai 7's own for client "7", ours for 6.x (which has none of its own)."""
+    if not live:
+        assert ws is None, "ws= chooses a WebSocket transport: it needs live=True"
+        return "http"
+    ws = ws or (STOCK if client == V7 else OURS)
+    if ws == STOCK:
+        assert client == V7, f"the stock WebSocketChatTransport is ai 7's, not {client}'s"
+        return "ws-stock"
+    assert ws == OURS, ws
+    return "ws"
 
 
 def client_job(
@@ -186,9 +223,14 @@ def client_job(
     steps: list[dict[str, Any]],
     *,
     live: bool = False,
+    ws: str | None = None,
     **options: Any,
 ) -> dict[str, Any]:
-    """The chat-client.mjs job ``drive`` runs."""
+    """The chat-client.mjs job ``drive`` runs: POST /stream with the client's
+    DefaultChatTransport, or with ``live`` WS /live, through ai 7's stock
+    WebSocketChatTransport for client "7" (at ``/live``, no query string) and through ours
+    (client/) for 6.x or with ``ws="ours"``."""
+    transport = job_transport(client, live=live, ws=ws)
     api = (
         server.base_url.replace("http://", "ws://") + "/live"
         if live
@@ -196,7 +238,7 @@ def client_job(
     )
     return {
         "api": api,
-        "transport": "ws" if live else "http",
+        "transport": transport,
         "client": client,
         "chatId": f"rc-{uuid.uuid4().hex[:12]}",
         "steps": steps,
@@ -205,23 +247,32 @@ def client_job(
 
 
 def checked(job: dict[str, Any], report: dict[str, Any]) -> dict[str, Any]:
-    """The report of ``job``, once every response in it is found well formed."""
-    live = job["transport"] == "ws"
+    """The report of ``job``, once every response in it is found well formed: framed as its
+    transport requires, and valid for the job's client (``MUST_VALIDATE``)."""
+    transport = job["transport"]
     assert not report["timeout"], report
     assert not report["loop"], "the client kept resubmitting"
+    if transport == "ws-stock":
+        assert report["ws"]["strayFrames"] == [], report["ws"]["strayFrames"]
     for request in report["requests"]:
-        if live:
+        if transport == "ws":
             assert not request["refused"], request
             assert request["frameProblems"] == [], request["frameProblems"]
             assert request["endsWithDone"] or request["stopped"], request
+        elif transport == "ws-stock":
+            assert request["frameProblems"] == [], request["frameProblems"]
+            # `end` (or for a resume `no-active`); a request the client aborted may end
+            # anyhow: the transport has stopped listening to it.
+            assert request["ended"] in ("end", "no-active") or request["aborted"], request
         else:
             assert request["status"] == 200, request
             # A response the client stopped ends where the client cut the connection; one it
             # stopped too late to cut (all of it had arrived) still ends with [DONE].
             cut = request["stopped"] and request["bodyError"] is not None
             assert cut or (request["endsWithDone"] and request["endsWithBlankLine"]), request
-        assert request["strictViolations"] == [], request["strictViolations"]
-        assert request["latestViolations"] == [], request["latestViolations"]
+        for schema in MUST_VALIDATE[job["client"]]:
+            violations = request["violations"][schema]
+            assert violations == [], f"chunks the {schema} schema rejects: {violations}"
     return report
 
 

@@ -1,5 +1,7 @@
-"""WS /live through the shipped WebSocket ChatTransport (client/) and the real AI SDK client
-(ai 6.0.326 and 6.0.25): the same flows as /stream, on one socket per chat."""
+"""WS /live through the real AI SDK client (ai 6.0.25, the newest 6.x and 7.x): with our
+WebSocket ChatTransport (client/, one socket per chat, our envelope) for every client, and with
+ai 7's own WebSocketChatTransport (one socket, requestId frames) for ai 7. The same flows as
+/stream."""
 
 from __future__ import annotations
 
@@ -8,8 +10,24 @@ from typing import Any
 
 import pytest
 
-from tests.real_client import CLIENTS, drive, text_of, tool_parts
-from tests.support import LiveServer
+from tests.real_client import (
+    CLIENTS,
+    OURS,
+    STOCK,
+    V7,
+    assistant_messages,
+    checked,
+    client_job,
+    drive,
+    rejected_chunk_types,
+    run_real_client,
+    text_of,
+    tool_parts,
+)
+from tests.support import LiveServer, ServerPool, chat_body, streaming, user_message
+
+TEST_AGENT = {"ADK_STREAM_AGENT": "tests.agents:root_agent"}
+RESUMABLE_TEST_AGENT = {**TEST_AGENT, "ADK_STREAM_RESUMABLE_STREAMS": "true"}
 
 LOCATION = {"latitude": 35.6762, "longitude": 139.6503, "accuracy": 20}
 
@@ -39,16 +57,26 @@ def test_text_turns_on_one_socket(server: LiveServer, client: str) -> None:
     assert text_of(first).count("Hello there") == 1
     assert "Hello there" not in text_of(second), "nothing carries into the next turn"
     assert [p["type"] for p in second["parts"]].count("reasoning") == 1
-    assert len(report["ws"]["connections"]) == 1, "one socket for the whole chat"
+    (connection,) = report["ws"]["connections"]  # one socket for the whole chat
+    if report["transport"] == "ws-stock":
+        assert connection["url"].endswith("/live"), "ai 7's transport: no query string"
+        first_request, second_request = report["requests"]
+        assert first_request["requestId"] != second_request["requestId"]
+        for request in report["requests"]:
+            assert request["frameTypes"] == ["chunk"] * len(request["chunks"]) + ["end"]
+            assert request["sequences"] == list(range(len(request["chunks"])))
+        assert first_request["request"]["body"]["id"] == second_request["request"]["body"]["id"]
 
 
 @pytest.mark.parametrize("client", CLIENTS)
 def test_voice_turn(audio_server: LiveServer, client: str) -> None:
+    # Voice is our envelope's (audio frames): our transport, under every client.
     report = drive(
         audio_server,
         client,
         [{"action": "audio", "chunks": 15, "sampleRate": 16000, "withMessage": True}],
         live=True,
+        ws=OURS,
     )
     (assistant,) = assistants(report)
     chunks = report["requests"][0]["chunks"]
@@ -78,3 +106,84 @@ def test_a_chat_from_stream_continues_on_live(server: LiveServer, client: str) -
     )
     (assistant,) = assistants(report)
     assert 'Your first message was: "Hello from stream"' in text_of(assistant)
+
+
+@pytest.mark.parametrize(("ws", "v7_only"), [(STOCK, ["tool-approval-response"]), (OURS, [])])
+def test_only_the_ai7_socket_gets_ai7_chunks(
+    server: LiveServer, ws: str, v7_only: list[str]
+) -> None:
+    """ai 7 under both WebSocket transports: the stock one's frames say the client is ai 7, so
+    the approval's continuation starts with the decision the server acted on; our envelope
+    keeps to what every 6.x client accepts."""
+    report = drive(
+        server,
+        V7,
+        [
+            {"action": "send", "text": "Send 50 dollars to Hanako"},
+            {"action": "approve", "approved": True},
+        ],
+        live=True,
+        ws=ws,
+        sendAutomaticallyWhen="approvals",
+    )
+    assert rejected_chunk_types(report, "6.0.25") == rejected_chunk_types(report, "6") == v7_only
+    (assistant,) = assistants(report)
+    assert states(assistant) == [("process_payment", "output-available")]
+    assert "Sent 50 USD to Hanako" in text_of(assistant)
+
+
+def test_the_stock_transports_stop_aborts_the_running_request(servers: ServerPool) -> None:
+    """ai 7's stop() on its own transport: an `abort` frame for the open request, which stops
+    the run on the server (nothing more arrives for it), and the chat goes on."""
+    job = client_job(
+        servers.get(TEST_AGENT),
+        V7,
+        [
+            {"action": "stop", "afterChunks": 2},
+            {"action": "send", "text": "slow 3"},
+            {"action": "send", "text": "transfer 50"},
+        ],
+        live=True,
+    )
+    assert job["transport"] == "ws-stock"
+    report = checked(job, run_real_client(job))
+    assert report["status"] == "ready", report["error"]
+    stopped, after = report["requests"]
+    assert stopped["stopped"] and stopped["aborted"], stopped
+    assert stopped["sent"] == [{"type": "abort", "requestId": stopped["requestId"]}]
+    assert stopped["ended"] is None, "the request was still running when the client aborted"
+    assert stopped["framesAfterAbort"] == 0, stopped["frames"][stopped["deliveredChunks"] :]
+    assert report["finishes"][0]["isAbort"]
+    assert after["ended"] == "end" and not after["aborted"]
+    first, second = assistant_messages(report)
+    assert [p["type"] for p in first["parts"]] == ["step-start"], "cut after start-step"
+    assert states(second) == [("transfer", "output-available")]
+    assert "Tool said {'transferred': 50.0}." in text_of(second)
+
+
+def test_the_stock_transport_resumes_a_response_whose_page_left(servers: ServerPool) -> None:
+    """useChat({ resume: true }) with ai 7's own transport: a `resume` frame gets the chat's
+    running response from its start (`start`, numbered chunks, `end`), and the socket then
+    serves the chat; a chat with nothing running answers `no-active`."""
+    server = servers.get(RESUMABLE_TEST_AGENT)
+    chat = f"v7-resume-{uuid.uuid4().hex[:8]}"
+    with streaming(server, chat_body(chat, user_message("slow 2", "u1"))) as reading:
+        start = reading.first_event()  # then the page reloads
+    steps = [{"action": "resume"}, {"action": "send", "text": "transfer 50"}]
+    job = client_job(server, V7, steps, live=True, chatId=chat)
+    report = checked(job, run_real_client(job))
+    assert report["status"] == "ready", report["error"]
+    resumed, sent = report["requests"]
+    assert (resumed["kind"], sent["kind"]) == ("resume", "send")
+    assert resumed["frameTypes"][0] == "start" and resumed["ended"] == "end"
+    assert resumed["chunks"][0] == start, "replayed from the response's start"
+    assert resumed["sequences"] == list(range(len(resumed["chunks"])))
+    first, second = assistant_messages(report)
+    assert first["id"] == start["messageId"]
+    assert states(first) == [("slow_tool", "output-available")]
+    assert states(second) == [("transfer", "output-available")]
+
+    fresh = client_job(server, V7, [{"action": "resume"}], live=True)
+    report = checked(fresh, run_real_client(fresh))
+    (nothing,) = report["requests"]
+    assert nothing["frameTypes"] == ["no-active"] and report["messages"] == []

@@ -3,6 +3,10 @@
 Each scenario is data: the user's steps, the client's settings, the transports and clients it
 runs on, optional server settings, and the expected outcome. Adding a scenario is adding a file;
 the expectation language is documented in scenarios/README.md and checked here.
+
+A scenario runs on every transport and client it names (default: all): on `stream` with each
+client's DefaultChatTransport, on `live` with our WebSocket transport for 6.x clients and, for
+client 7, with the WebSocket transports its `v7Live` names (default: ai 7's stock one).
 """
 
 from __future__ import annotations
@@ -15,11 +19,24 @@ from typing import Any
 
 import pytest
 
-from tests.real_client import CLIENTS, RunningJob, client_job, start_jobs, text_of
+from tests.real_client import (
+    CLIENTS,
+    OURS,
+    STOCK,
+    V7,
+    RunningJob,
+    client_job,
+    job_transport,
+    start_jobs,
+    text_of,
+)
 from tests.support import ServerPool
 
 CATALOGUE = Path(__file__).resolve().parent.parent / "scenarios" / "catalogue"
 TRANSPORTS = ("stream", "live")
+# Client 7 on live: ai 7's own WebSocketChatTransport, and/or ours.
+V7_LIVE = (STOCK, OURS)
+KEYS = {"name", "description", "transports", "clients", "v7Live", "server", "job", "expect"}
 
 
 def load_scenarios() -> list[dict[str, Any]]:
@@ -27,22 +44,56 @@ def load_scenarios() -> list[dict[str, Any]]:
     for path in sorted(CATALOGUE.glob("*.json")):
         scenario = json.loads(path.read_text(encoding="utf-8"))
         scenario.setdefault("name", path.stem)
-        unknown = set(scenario) - {
-            "name", "description", "transports", "clients", "server", "job", "expect",
-        }  # fmt: skip
+        unknown = set(scenario) - KEYS
         assert not unknown, f"{path.name}: unknown keys {unknown}"
-        assert set(scenario.get("transports", TRANSPORTS)) <= set(TRANSPORTS), path.name
+        clients = scenario.get("clients", CLIENTS)
+        if isinstance(clients, dict):  # by transport
+            assert set(clients) <= set(TRANSPORTS), f"{path.name}: clients {clients}"
+            lists = [("clients", listed, tuple(CLIENTS)) for listed in clients.values()]
+        else:
+            lists = [("clients", clients, tuple(CLIENTS))]
+        lists += [
+            ("transports", scenario.get("transports", TRANSPORTS), TRANSPORTS),
+            ("v7Live", scenario.get("v7Live", V7_LIVE), V7_LIVE),
+        ]
+        for key, listed, allowed in lists:
+            assert listed and set(listed) <= set(allowed), f"{path.name}: {key} {listed}"
         scenarios.append(scenario)
     return scenarios
 
 
+def clients_on(scenario: dict[str, Any], transport: str) -> list[str]:
+    """The clients a scenario runs on a transport: ``clients`` is a list for every transport,
+    or an object naming some transports' lists (the others: every client)."""
+    clients = scenario.get("clients", CLIENTS)
+    return list(clients.get(transport, CLIENTS) if isinstance(clients, dict) else clients)
+
+
+def runs(scenario: dict[str, Any]) -> Iterator[tuple[str, str, str | None]]:
+    """(transport, client, WebSocket transport) of every run of a scenario."""
+    for transport in scenario.get("transports", TRANSPORTS):
+        for client in clients_on(scenario, transport):
+            if transport == "stream":
+                yield transport, client, None
+            elif client == V7:
+                for ws in scenario.get("v7Live", [STOCK]):
+                    yield transport, client, ws
+            else:
+                yield transport, client, OURS
+
+
 def cases() -> Iterator[Any]:
     for scenario in load_scenarios():
-        for transport in scenario.get("transports", TRANSPORTS):
-            for client in scenario.get("clients", CLIENTS):
-                yield pytest.param(
-                    scenario, transport, client, id=f"{scenario['name']}-{transport}-{client}"
-                )
+        for transport, client, ws in runs(scenario):
+            # e.g. plain-text-stream-6.0.25, plain-text-live-6, plain-text-live-7-stock
+            suffix = f"-{ws}" if client == V7 and ws else ""
+            yield pytest.param(
+                scenario,
+                transport,
+                client,
+                ws,
+                id=f"{scenario['name']}-{transport}-{client}{suffix}",
+            )
 
 
 # Scenarios run this many at a time: each spends most of its time waiting for its next step.
@@ -62,25 +113,27 @@ def reports(servers: ServerPool, request: pytest.FixtureRequest) -> dict[str, Ru
     for case in cases():
         if case.id not in selected:
             continue
-        scenario, transport, client = case.values
+        scenario, transport, client, ws = case.values
         server = servers.get(scenario.get("server", {}))
         options = {k: v for k, v in scenario["job"].items() if k != "steps"}
         steps = scenario["job"]["steps"]
-        jobs.append(client_job(server, client, steps, live=transport == "live", **options))
+        live = transport == "live"
+        jobs.append(client_job(server, client, steps, live=live, ws=ws, **options))
         ids.append(case.id)
     return dict(zip(ids, start_jobs(jobs, AT_ONCE), strict=True))
 
 
-@pytest.mark.parametrize(("scenario", "transport", "client"), list(cases()))
+@pytest.mark.parametrize(("scenario", "transport", "client", "ws"), list(cases()))
 def test_scenario(
     reports: dict[str, RunningJob],
     request: pytest.FixtureRequest,
     scenario: dict[str, Any],
     transport: str,
     client: str,
+    ws: str | None,
 ) -> None:
     job = reports[request.node.callspec.id]
-    assert job.job["transport"] == ("ws" if transport == "live" else "http")
+    assert job.job["transport"] == job_transport(client, live=transport == "live", ws=ws)
     assert job.job["client"] == client
     check(job.report(), scenario["expect"])
 
