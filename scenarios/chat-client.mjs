@@ -52,7 +52,9 @@
 //   sendAutomaticallyWhen  "seed": the seed documents' rules (see seedRules)
 //   maxRequests            loop guard (default 8); timeoutMs (default 60000)
 //   steps                  run one by one, each until the chat is quiescent:
-//     {action:"send", text?, files?, messageId? | messageIndex?}
+//     {action:"send", text?, files?, messageId? | messageIndex?, stopOnServerAfterMs?}
+//      (stopOnServerAfterMs: that long after sending, DELETE the chat's answer on
+//      the server, as another tab's Stop does; statuses in `serverStops`)
 //     {action:"regenerate", messageId? | messageIndex?}
 //     {action:"approve", approved? (bool, or one per matching part), reason?,
 //      toolName?, toolCallId?, output? | errorText? (run the tool as approved)}
@@ -1024,6 +1026,9 @@ async function runStep(ctx, step) {
       if (step.files !== undefined) message.files = step.files;
       const messageId = targetMessageId(chat, step);
       if (messageId !== undefined) message.messageId = messageId;
+      if (step.stopOnServerAfterMs !== undefined) {
+        setTimeout(() => void stopOnServer(ctx), step.stopOnServerAfterMs);
+      }
       return chat.sendMessage(message);
     }
     case 'regenerate': {
@@ -1095,6 +1100,20 @@ async function runStep(ctx, step) {
       return sendAudio(ctx, step);
     default:
       throw new Error(`unknown action ${step.action}`);
+  }
+}
+
+// Another tab (or the server's admin) stops the chat's answer: DELETE
+// {origin}/stream/{chatId}/stream, which reaches the run on any transport. The
+// status goes into the report's `serverStops`.
+async function stopOnServer(ctx) {
+  const origin = new URL(ctx.job.api.replace(/^ws/, 'http')).origin;
+  const url = `${origin}/stream/${encodeURIComponent(ctx.job.chatId)}/stream`;
+  try {
+    const response = await fetch(url, { method: 'DELETE', headers: ctx.job.headers ?? {} });
+    ctx.serverStops.push(response.status);
+  } catch (error) {
+    ctx.serverStops.push(errorMessage(error));
   }
 }
 
@@ -1346,6 +1365,7 @@ async function buildReport(ctx, { timeout }) {
     ...chatSnapshot,
     errors: ctx.errors,
     finishReasons: ctx.finishes.map(f => f.finishReason ?? null),
+    serverStops: ctx.serverStops,
     finishes: ctx.finishes,
     onFinishCount: ctx.finishes.length,
     loop: ctx.recorder.loop,
@@ -1424,6 +1444,8 @@ async function createContext(job) {
     finishes: [],
     toolCalls: [],
     stepResults: [],
+    serverStops: [],
+    job,
   };
   ctx.touch = () => {
     ctx.lastActivity = Date.now();

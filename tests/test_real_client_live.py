@@ -187,3 +187,63 @@ def test_the_stock_transport_resumes_a_response_whose_page_left(servers: ServerP
     report = checked(fresh, run_real_client(fresh))
     (nothing,) = report["requests"]
     assert nothing["frameTypes"] == ["no-active"] and report["messages"] == []
+
+
+# -- what ai 7 adds, through the real clients (docs/adr/0023) ---------------------------------
+
+
+@pytest.mark.parametrize(
+    ("client", "live", "body"),
+    [(V7, True, None), (V7, False, {"aiSdk": 7}), (V7, False, None), ("6", False, None),
+     ("6.0.25", False, None)],
+)  # fmt: skip
+def test_grounding_reaches_ai7_as_citations_and_no_ai6_client(
+    servers: ServerPool, client: str, live: bool, body: dict[str, Any] | None
+) -> None:
+    """The test agent's "cite" answer carries Gemini grounding. ai 7 (its socket, or /stream
+    with `aiSdk: 7`) gets it as the text part's citations; every other client gets the same
+    text without them (`checked` holds each 6.x chunk to both 6.x schemas)."""
+    options: dict[str, Any] = {"body": body} if body else {}
+    report = drive(
+        servers.get(TEST_AGENT), client, [{"action": "send", "text": "cite"}], live=live, **options
+    )
+    (assistant,) = assistants(report)
+    (text,) = [p for p in assistant["parts"] if p["type"] == "text"]
+    assert text["text"] == "Tokyo is the capital of Japan. It has about 14 million people."
+    if client == V7 and (live or body):
+        cited = [(c["source"]["url"], c["citedText"]) for c in text["citations"]]
+        assert cited == [
+            ("https://example.org/tokyo", "Tokyo is the capital of Japan."),
+            ("https://example.org/tokyo", "It has about 14 million people."),
+            ("https://example.org/census", "It has about 14 million people."),
+        ]
+        for citation in text["citations"]:
+            start, end = citation["startIndex"], citation["endIndex"]
+            assert text["text"][start:end] == citation["citedText"]
+    else:
+        assert "citations" not in text
+
+
+@pytest.mark.parametrize(
+    ("client", "live", "reason"),
+    [(V7, True, "interrupted"), ("6", False, "other"), ("6.0.25", False, "other")],
+)
+def test_an_answer_stopped_on_the_server_is_interrupted_for_ai7_only(
+    servers: ServerPool, client: str, live: bool, reason: str
+) -> None:
+    """Another tab stops the answer (DELETE) while the client reads it: ai 7 on its socket
+    sees a stopped answer ("interrupted", which its useChat never resends); ai 6 sees the
+    `abort` and "other"."""
+    report = drive(
+        servers.get(TEST_AGENT),
+        client,
+        [{"action": "send", "text": "slow 30", "stopOnServerAfterMs": 1000}],
+        live=live,
+        timeoutMs=20_000,
+    )
+    assert report["serverStops"] == [204]
+    (request,) = report["requests"]
+    types = [c["type"] for c in request["chunks"]]
+    assert "abort" in types and "error" not in types, types
+    assert request["chunks"][-1]["finishReason"] == reason
+    assert report["finishReasons"] == [reason]
