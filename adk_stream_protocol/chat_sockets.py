@@ -167,8 +167,8 @@ class ChatSocket:
             except BaseException:
                 slots.release()  # the turn never began, so it will not release it
                 raise
-        except RequestError as exc:
-            await self._refuse(request.request_id, exc)
+        except Exception as exc:
+            await self._refuse(request.request_id, _request_error(exc))
             self._forget(request)
             return
         request.began(turn)
@@ -199,8 +199,8 @@ class ChatSocket:
             async with aclosing(events):
                 async for event in events:
                     await request.send([event])
-        except RequestError as exc:
-            await self._refuse(request.request_id, exc)
+        except Exception as exc:
+            await self._refuse(request.request_id, _request_error(exc))
         finally:
             if holds_slot:
                 slots.release()
@@ -296,6 +296,16 @@ class SocketRequest:
                 await self._socket.send_text(
                     error_frame(self.request_id, "the response ended before it was complete")
                 )
+
+
+def _request_error(exc: Exception) -> RequestError:
+    """What to tell the client: a refusal as it is; a failure of ours logged, with its
+    reference (the same as a 500 of ``/stream`` would be)."""
+    if isinstance(exc, RequestError):
+        return exc
+    reference = new_error_reference()
+    log_error(reference, type(exc).__name__, str(exc), exc)
+    return RequestError(500, f"the server could not answer this request (ref {reference})")
 
 
 def _short(reason: str) -> str:

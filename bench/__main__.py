@@ -8,7 +8,16 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import approvals, concurrency, converter, endtoend, hardening, scaleout, startup
+from bench import (
+    ai7socket,
+    approvals,
+    concurrency,
+    converter,
+    endtoend,
+    hardening,
+    scaleout,
+    startup,
+)
 from bench.core import ROOT, SIZES, Figure, Size, machine, raise_open_file_limit, table
 from bench.servers import serve
 
@@ -20,6 +29,7 @@ BENCHMARKS = (
     "startup",
     "hardening",
     "scaleout",
+    "ai7socket",
 )
 
 
@@ -46,6 +56,9 @@ def run(size: Size, only: tuple[str, ...] = BENCHMARKS) -> list[Figure]:
     step("startup", lambda: startup.run(size))
     step("hardening", lambda: hardening.run(size))
     step("scaleout", lambda: scaleout.run(size))
+    if "ai7socket" in only:
+        with serve("ours", approvals.UNPACED) as ours:
+            step("ai7socket", lambda: ai7socket.run(size, ours))
     return figures
 
 

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from starlette.requests import HTTPConnection
 
 from tests.ai7_socket import Reply, V7Socket
 from tests.apps import user_from_header, user_from_token
@@ -386,3 +387,30 @@ def test_an_unknown_ai_sdk_version_is_refused(app: InProcessApp) -> None:
     result = app.http.post("/stream", json=chat_body(new_chat(), user_message("hi", "u"), aiSdk=8))
     assert result.status_code == 422
     assert "aiSdk" in result.json()["detail"]
+
+
+async def identity_that_breaks(connection: HTTPConnection) -> str:
+    if connection.headers.get("x-break"):
+        raise RuntimeError("the identity service is down")
+    return "local-user"
+
+
+def test_a_failure_of_ours_is_that_requests_error_with_a_reference(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    with in_process_app(
+        tmp_path_factory.mktemp("v7-broken"), identity=identity_that_breaks
+    ) as target:
+        socket = V7Socket(target)
+        try:
+            broken = socket.reply(
+                socket.send(new_chat(), user_message("Hi", "u-1"), headers={"x-break": "1"})
+            )
+            assert [f["type"] for f in broken.frames] == ["error"]
+            assert broken.frames[0]["errorText"].startswith(
+                "the server could not answer this request (ref "
+            )
+            assert "identity service" not in broken.frames[0]["errorText"]
+            assert socket.reply(socket.send(new_chat(), user_message("Hi", "u-1"))).last == "end"
+        finally:
+            socket.close()
