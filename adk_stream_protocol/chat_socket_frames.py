@@ -16,6 +16,7 @@ from pydantic.alias_generators import to_camel
 
 from adk_stream_protocol.chunks import UnknownJson
 from adk_stream_protocol.errors import RequestError
+from adk_stream_protocol.live_frames import invalid_frame, shown
 from adk_stream_protocol.sse import DONE
 
 # The chat request fields a `send` frame carries itself; the rest of the request is its body.
@@ -81,16 +82,11 @@ def parse_client_frame(frame: dict[str, Any]) -> ClientFrame:
     ``RequestError`` to answer as that request's ``error``."""
     kind = frame.get("type")
     if not isinstance(kind, str) or kind not in CLIENT_FRAME_TYPES:
-        shown = repr(kind) if len(repr(kind)) <= 40 else repr(kind)[:37] + "..."
-        raise RequestError(422, f"unknown frame type {shown}; expected send, resume or abort")
+        raise RequestError(422, f"unknown frame type {shown(kind)}; expected send, resume or abort")
     try:
         return _CLIENT_FRAME.validate_python(frame)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in error['loc'][1:]) or 'frame'}: {error['msg']}"
-            for error in exc.errors(include_url=False, include_input=False)
-        )
-        raise RequestError(422, f"invalid {kind} frame: {problems}") from None
+        raise invalid_frame(kind, exc) from None
 
 
 # -- server frames ---------------------------------------------------------------------------

@@ -41,6 +41,7 @@ from adk_stream_protocol.chat_socket_frames import (
 from adk_stream_protocol.errors import RequestError, log_error, new_error_reference
 from adk_stream_protocol.identity import user_of
 from adk_stream_protocol.limits import RequestLimits, read_json, run_bounded
+from adk_stream_protocol.live_frames import receive
 from adk_stream_protocol.request_turns import RequestTurn, begin_request_turn
 from adk_stream_protocol.ui_messages import CHAT_ID_PATTERN, parse_chat_request
 
@@ -78,18 +79,11 @@ class ChatSocket:
 
     async def _receive_frames(self) -> None:
         limit = self._settings.max_frame_bytes
-        while True:
-            try:
-                message = await self._ws.receive()
-            except WebSocketDisconnect:
-                return
-            if message["type"] == "websocket.disconnect":
-                return
-            text = message.get("text")
+        while (frame := await receive(self._ws)) is not None:
+            text, size = frame.text, frame.size
             if text is None:
                 await self._close(CLOSE_UNSUPPORTED, "send JSON text frames")
                 return
-            size = len(text.encode("utf-8", "surrogatepass"))
             if size > limit:
                 await self._close(CLOSE_TOO_BIG, f"frames are limited to {limit} bytes")
                 return

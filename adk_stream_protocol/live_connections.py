@@ -40,6 +40,7 @@ from adk_stream_protocol.live_frames import (
     ToolResultFrame,
     parse_frame,
     read_frame,
+    receive,
 )
 from adk_stream_protocol.live_runs import LiveRun
 from adk_stream_protocol.live_turns import LiveTurn
@@ -115,18 +116,11 @@ class LiveConnection:
 
     async def _receive_frames(self) -> None:
         limit = self._settings.max_frame_bytes
-        while True:
-            try:
-                message = await self._ws.receive()
-            except WebSocketDisconnect:
-                return
-            if message["type"] == "websocket.disconnect":
-                return
-            text = message.get("text")
+        while (frame := await receive(self._ws)) is not None:
+            text, size = frame.text, frame.size
             if text is None:
                 await self._control_error("binary frames are not accepted; send JSON text")
                 continue
-            size = len(text.encode("utf-8", "surrogatepass"))
             if size > limit:
                 await self._ws.close(CLOSE_TOO_BIG, f"frames are limited to {limit} bytes")
                 return

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic.alias_generators import to_camel
+from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from adk_stream_protocol.chunks import UnknownJson
 from adk_stream_protocol.errors import RequestError
@@ -82,18 +83,42 @@ def parse_frame(frame: dict[str, Any], limits: RequestLimits) -> LiveFrame:
         body = {k: v for k, v in frame.items() if k not in _ENVELOPE_KEYS}
         return parse_chat_request(body, limits)
     if not isinstance(kind, str) or kind not in _CONTROL_TYPES:
-        raise RequestError(422, f"unknown frame type {_shown(kind)}")
+        raise RequestError(422, f"unknown frame type {shown(kind)}")
     try:
         return _CONTROL_FRAME.validate_python(frame)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in error['loc'][1:]) or 'frame'}: {error['msg']}"
-            for error in exc.errors(include_url=False, include_input=False)
-        )
-        raise RequestError(422, f"invalid {kind} frame: {problems}") from None
+        raise invalid_frame(kind, exc) from None
 
 
-def _shown(value: Any) -> str:
+def invalid_frame(kind: str, exc: ValidationError) -> RequestError:
+    """A frame of a known type that fails its model, with the fields at fault."""
+    problems = "; ".join(
+        f"{'.'.join(str(p) for p in error['loc'][1:]) or 'frame'}: {error['msg']}"
+        for error in exc.errors(include_url=False, include_input=False)
+    )
+    return RequestError(422, f"invalid {kind} frame: {problems}")
+
+
+class Received:
+    """One frame from a ``/live`` client: its text (None for a binary frame) and its size."""
+
+    def __init__(self, text: str | None) -> None:
+        self.text = text
+        self.size = len(text.encode("utf-8", "surrogatepass")) if text is not None else 0
+
+
+async def receive(websocket: WebSocket) -> Received | None:
+    """The client's next frame; None once it has gone."""
+    try:
+        message = await websocket.receive()
+    except WebSocketDisconnect:
+        return None
+    if message["type"] == "websocket.disconnect":
+        return None
+    return Received(message.get("text"))
+
+
+def shown(value: Any) -> str:
     """A client's value in a message, cut short: it may be anything."""
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."

@@ -544,6 +544,64 @@ function summarizeSent(frame) {
   return { ...rest, bytes: typeof chunk === 'string' ? Math.floor((chunk.length * 3) / 4) : null };
 }
 
+// A `ws` WebSocket that records what the transport sends and receives, before the
+// transport's own listeners see it. While the recorder holds (a stop cut the
+// response), received frames are queued in `held` and handed over later; the
+// transports assign onmessage / onclose, which `ws` turns into
+// addEventListener calls, so holding works for both.
+function recordingSocketClass(WebSocket, hooks) {
+  const { recorder, touch, held, onReceived, onSent, onClose, isHolding, options } = hooks;
+  return class RecordingWebSocket extends WebSocket {
+    #connection;
+    #holdThis = false;
+
+    constructor(url, protocols) {
+      super(url, protocols, options);
+      this.#connection = { url: String(url), opened: false, close: null };
+      recorder.connections.push(this.#connection);
+      this.on('open', () => {
+        this.#connection.opened = true;
+        touch();
+      });
+      this.on('message', (data, isBinary) => {
+        this.#holdThis = isHolding();
+        if (isBinary) {
+          recorder.strayFrames.push({
+            afterRequest: recorder.records.length - 1,
+            ...hooks.binaryFrame,
+          });
+        } else {
+          onReceived(String(data));
+        }
+      });
+      this.on('close', (code, reason) => {
+        this.#holdThis = isHolding();
+        onClose(this.#connection, code, String(reason));
+      });
+    }
+
+    addEventListener(type, listener, options) {
+      if (type !== 'message' && type !== 'close') {
+        return super.addEventListener(type, listener, options);
+      }
+      return super.addEventListener(
+        type,
+        event => {
+          if (this.#holdThis) held.push(() => listener.call(this, event));
+          else listener.call(this, event);
+        },
+        options,
+      );
+    }
+
+    send(data, ...rest) {
+      onSent(this.#connection, String(data));
+      return super.send(data, ...rest);
+    }
+  };
+}
+
+
 function createWsRecorder({ maxRequests, touch, WebSocket, headers }) {
   const recorder = {
     records: [],
@@ -660,52 +718,12 @@ function createWsRecorder({ maxRequests, touch, WebSocket, headers }) {
     touch();
   }
 
-  recorder.WebSocket = class RecordingWebSocket extends WebSocket {
-    #connection;
-    #holdThis = false;
-
-    constructor(url, protocols) {
-      super(url, protocols, headers ? { headers } : {});
-      this.#connection = { url: String(url), opened: false, close: null };
-      recorder.connections.push(this.#connection);
-      // Registered before the transport's listeners, so recording comes first.
-      this.on('open', () => {
-        this.#connection.opened = true;
-        touch();
-      });
-      this.on('message', (data, isBinary) => {
-        this.#holdThis = holding;
-        if (isBinary) {
-          recorder.strayFrames.push({ afterRequest: recorder.records.length - 1, binary: true });
-        } else {
-          onReceived(String(data));
-        }
-      });
-      this.on('close', (code, reason) => {
-        this.#holdThis = holding;
-        onClose(this.#connection, code, String(reason));
-      });
-    }
-
-    addEventListener(type, listener, options) {
-      if (type !== 'message' && type !== 'close') {
-        return super.addEventListener(type, listener, options);
-      }
-      return super.addEventListener(
-        type,
-        event => {
-          if (this.#holdThis) held.push(() => listener.call(this, event));
-          else listener.call(this, event);
-        },
-        options,
-      );
-    }
-
-    send(data, ...rest) {
-      onSent(this.#connection, String(data));
-      return super.send(data, ...rest);
-    }
-  };
+  recorder.WebSocket = recordingSocketClass(WebSocket, {
+    recorder, touch, held, onReceived, onSent, onClose,
+    isHolding: () => holding,
+    options: headers ? { headers } : {},
+    binaryFrame: { binary: true },
+  });
 
   return recorder;
 }
@@ -860,54 +878,12 @@ function createStockWsRecorder({ maxRequests, touch, WebSocket }) {
     touch();
   }
 
-  recorder.WebSocket = class RecordingStockWebSocket extends WebSocket {
-    #connection;
-    #holdThis = false;
-
-    constructor(url, protocols) {
-      super(url, protocols);
-      this.#connection = { url: String(url), opened: false, close: null };
-      recorder.connections.push(this.#connection);
-      // Registered before the transport's handlers, so recording comes first.
-      this.on('open', () => {
-        this.#connection.opened = true;
-        touch();
-      });
-      this.on('message', (data, isBinary) => {
-        this.#holdThis = holding;
-        if (isBinary) {
-          recorder.strayFrames.push({ afterRequest: recorder.records.length - 1, problem: 'binary frame' });
-        } else {
-          onReceived(String(data));
-        }
-      });
-      this.on('close', (code, reason) => {
-        this.#holdThis = holding;
-        onClose(this.#connection, code, String(reason));
-      });
-    }
-
-    // The stock transport assigns onmessage / onclose; `ws` turns those into
-    // addEventListener calls, so holding works the same way.
-    addEventListener(type, listener, options) {
-      if (type !== 'message' && type !== 'close') {
-        return super.addEventListener(type, listener, options);
-      }
-      return super.addEventListener(
-        type,
-        event => {
-          if (this.#holdThis) held.push(() => listener.call(this, event));
-          else listener.call(this, event);
-        },
-        options,
-      );
-    }
-
-    send(data, ...rest) {
-      onSent(this.#connection, String(data));
-      return super.send(data, ...rest);
-    }
-  };
+  recorder.WebSocket = recordingSocketClass(WebSocket, {
+    recorder, touch, held, onReceived, onSent, onClose,
+    isHolding: () => holding,
+    options: {},
+    binaryFrame: { problem: 'binary frame' },
+  });
 
   return recorder;
 }
