@@ -544,13 +544,52 @@ function summarizeSent(frame) {
   return { ...rest, bytes: typeof chunk === 'string' ? Math.floor((chunk.length * 3) / 4) : null };
 }
 
+// A stop cuts a response after `afterChunks` chunks: every frame after the cut
+// is held back until the chat has stopped, then delivered, so the transport
+// must drop the rest of that response itself.
+function createHold(touch) {
+  const hold = {
+    holding: false,
+    held: [],
+    release() {
+      hold.holding = false;
+      for (const deliver of hold.held.splice(0)) deliver();
+      touch();
+    },
+    cutIfDue(record) {
+      if (record.deliveredChunks >= record.stop.afterChunks && record.pending) {
+        record.stopped = true;
+        hold.holding = true;
+        Promise.resolve()
+          .then(record.stop.onCut)
+          .finally(hold.release);
+      }
+    },
+  };
+  return hold;
+}
+
+// A closed socket ends the requests still open on it; `key` records how.
+function closeRecorder(recorder, touch, key) {
+  return (connection, code, reason) => {
+    connection.close = { code, reason };
+    for (const record of recorder.records) {
+      if (record.pending && recorder.connections[record.connection] === connection) {
+        record.pending = false;
+        record[key] = { code, reason };
+      }
+    }
+    touch();
+  };
+}
+
 // A `ws` WebSocket that records what the transport sends and receives, before the
 // transport's own listeners see it. While the recorder holds (a stop cut the
 // response), received frames are queued in `held` and handed over later; the
 // transports assign onmessage / onclose, which `ws` turns into
 // addEventListener calls, so holding works for both.
 function recordingSocketClass(WebSocket, hooks) {
-  const { recorder, touch, held, onReceived, onSent, onClose, isHolding, options } = hooks;
+  const { recorder, touch, hold, onReceived, onSent, onClose, options } = hooks;
   return class RecordingWebSocket extends WebSocket {
     #connection;
     #holdThis = false;
@@ -564,7 +603,7 @@ function recordingSocketClass(WebSocket, hooks) {
         touch();
       });
       this.on('message', (data, isBinary) => {
-        this.#holdThis = isHolding();
+        this.#holdThis = hold.holding;
         if (isBinary) {
           recorder.strayFrames.push({
             afterRequest: recorder.records.length - 1,
@@ -575,7 +614,7 @@ function recordingSocketClass(WebSocket, hooks) {
         }
       });
       this.on('close', (code, reason) => {
-        this.#holdThis = isHolding();
+        this.#holdThis = hold.holding;
         onClose(this.#connection, code, String(reason));
       });
     }
@@ -587,7 +626,7 @@ function recordingSocketClass(WebSocket, hooks) {
       return super.addEventListener(
         type,
         event => {
-          if (this.#holdThis) held.push(() => listener.call(this, event));
+          if (this.#holdThis) hold.held.push(() => listener.call(this, event));
           else listener.call(this, event);
         },
         options,
@@ -619,15 +658,7 @@ function createWsRecorder({ maxRequests, touch, WebSocket, headers }) {
   const receiving = () => recorder.records.find(record => record.pending);
   const indexOf = record => (record ? recorder.records.indexOf(record) : null);
 
-  // A stop holds back every frame after the cut until the chat has stopped,
-  // then delivers them: the transport must drop them up to [DONE] itself.
-  let holding = false;
-  const held = [];
-  const release = () => {
-    holding = false;
-    for (const deliver of held.splice(0)) deliver();
-    touch();
-  };
+  const hold = createHold(touch);
 
   function onSent(connection, text) {
     let frame;
@@ -698,29 +729,13 @@ function createWsRecorder({ maxRequests, touch, WebSocket, headers }) {
     if (events.includes('[DONE]')) record.pending = false;
     if (record.stop == null || record.stopped) return;
     record.deliveredChunks += events.filter(data => data !== '[DONE]').length;
-    if (record.deliveredChunks >= record.stop.afterChunks && record.pending) {
-      record.stopped = true;
-      holding = true;
-      Promise.resolve()
-        .then(record.stop.onCut)
-        .finally(release);
-    }
+    hold.cutIfDue(record);
   }
 
-  function onClose(connection, code, reason) {
-    connection.close = { code, reason };
-    for (const record of recorder.records) {
-      if (record.pending && recorder.connections[record.connection] === connection) {
-        record.pending = false;
-        record.closedBeforeDone = { code, reason };
-      }
-    }
-    touch();
-  }
+  const onClose = closeRecorder(recorder, touch, 'closedBeforeDone');
 
   recorder.WebSocket = recordingSocketClass(WebSocket, {
-    recorder, touch, held, onReceived, onSent, onClose,
-    isHolding: () => holding,
+    recorder, touch, hold, onReceived, onSent, onClose,
     options: headers ? { headers } : {},
     binaryFrame: { binary: true },
   });
@@ -764,13 +779,7 @@ function createStockWsRecorder({ maxRequests, touch, WebSocket }) {
 
   // As for our transport: after a stop's cut, every frame waits until the
   // chat has stopped, then goes to the transport, which must ignore it.
-  let holding = false;
-  const held = [];
-  const release = () => {
-    holding = false;
-    for (const deliver of held.splice(0)) deliver();
-    touch();
-  };
+  const hold = createHold(touch);
 
   function onSent(connection, text) {
     touch();
@@ -858,29 +867,13 @@ function createStockWsRecorder({ maxRequests, touch, WebSocket }) {
     }
     if (frame.type !== 'chunk' || record.stop == null || record.stopped) return;
     record.deliveredChunks++;
-    if (record.deliveredChunks >= record.stop.afterChunks && record.pending) {
-      record.stopped = true;
-      holding = true;
-      Promise.resolve()
-        .then(record.stop.onCut)
-        .finally(release);
-    }
+    hold.cutIfDue(record);
   }
 
-  function onClose(connection, code, reason) {
-    connection.close = { code, reason };
-    for (const record of recorder.records) {
-      if (record.pending && recorder.connections[record.connection] === connection) {
-        record.pending = false;
-        record.closedBeforeEnd = { code, reason };
-      }
-    }
-    touch();
-  }
+  const onClose = closeRecorder(recorder, touch, 'closedBeforeEnd');
 
   recorder.WebSocket = recordingSocketClass(WebSocket, {
-    recorder, touch, held, onReceived, onSent, onClose,
-    isHolding: () => holding,
+    recorder, touch, hold, onReceived, onSent, onClose,
     options: {},
     binaryFrame: { problem: 'binary frame' },
   });
