@@ -20,6 +20,7 @@ of the session store, read by ``stored_events``) and ``connect`` (a WebSocket, s
 from __future__ import annotations
 
 import asyncio
+import base64
 import concurrent.futures
 import json
 import os
@@ -52,6 +53,10 @@ ROOT = Path(__file__).resolve().parent.parent
 PLAYGROUND_DIST = ROOT / "playground" / "dist"
 
 # Variables that would switch the demo agent to Gemini: the tests always use the offline model.
+# A 1x1 PNG, for file parts.
+PNG_1X1 = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
 _GOOGLE_VARIABLES = ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI")
 # Seconds: the longest any test waits for an HTTP answer or a socket to open.
 HTTP_TIMEOUT = 60.0

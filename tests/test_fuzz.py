@@ -1111,6 +1111,17 @@ def log_tail() -> Iterator[LogTail]:
     logger.setLevel(level)
 
 
+# Shrinking would rerun a hanging sequence many times, each waiting LIVE_TIMEOUT: the failing
+# sequence is reported as drawn instead.
+LIVE_FUZZING = settings(
+    max_examples=25,
+    deadline=None,
+    database=None,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
 class LiveProbe:
     """A /live socket under fuzzing. After each frame it sends a ping and reads up to its pong,
     checking every frame on the way: controls are pongs or errors (never the answer to an
@@ -1206,15 +1217,7 @@ VOICE_TURN = json.dumps(
 )
 
 
-# Shrinking would rerun a hanging sequence many times, each waiting LIVE_TIMEOUT: the failing
-# sequence is reported as drawn instead.
-@settings(
-    max_examples=25,
-    deadline=None,
-    database=None,
-    phases=[Phase.explicit, Phase.generate],
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@LIVE_FUZZING
 @given(
     frames=st.lists(
         st.one_of(
@@ -1390,13 +1393,7 @@ class V7Probe:
         return "app log of this chat:\n" + "\n".join(lines[-15:])
 
 
-@settings(
-    max_examples=25,
-    deadline=None,
-    database=None,
-    phases=[Phase.explicit, Phase.generate],
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@LIVE_FUZZING
 @given(
     frames=st.lists(
         st.builds(dumps, v7_frames(), st.just(True))

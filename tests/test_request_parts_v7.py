@@ -37,6 +37,7 @@ from adk_stream_protocol.ui_messages import (
 )
 from tests.ai7_socket import V7Socket
 from tests.support import (
+    PNG_1X1,
     InProcessApp,
     LiveSocket,
     StreamResult,
@@ -50,9 +51,7 @@ from tests.support import (
     user_turn_texts,
 )
 
-PNG = base64.b64decode(
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
-)
+PNG = PNG_1X1
 PNG_URL = "data:;base64," + base64.b64encode(PNG).decode()  # the header names no type
 LIMITS = RequestLimits.from_settings(Settings())
 

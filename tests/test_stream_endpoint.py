@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.support import (
+    PNG_1X1,
     InProcessApp,
     Response,
     StreamResult,
@@ -27,10 +28,7 @@ from tests.support import (
     user_turn_texts,
 )
 
-# A 1x1 PNG.
-PNG = base64.b64decode(
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
-)
+PNG = PNG_1X1
 
 
 def new_chat() -> str:
