@@ -1,10 +1,13 @@
 """Which agent the server runs: one passed to ``create_app``, one named by a setting, or the
-demo agent (docs/adr/0006-offline-demo-model.md)."""
+demo agent (docs/adr/0006-offline-demo-model.md); and the name of the app it makes, which
+names the default chat store (docs/adr/0024-store-per-app.md)."""
 
 from __future__ import annotations
 
 import importlib
 import logging
+import re
+from dataclasses import dataclass
 
 from google.adk.agents import BaseAgent
 from google.adk.apps import App
@@ -14,6 +17,20 @@ from adk_stream_protocol.settings import Settings
 logger = logging.getLogger(__name__)
 
 AgentLike = BaseAgent | App
+
+# What ADK accepts as an App name, and so what is safe in a file name.
+_APP_NAME = re.compile(r"^[a-zA-Z][a-zA-Z0-9_-]*$")
+
+
+@dataclass(frozen=True)
+class ServedAgents:
+    """The agent for /stream, the one for /live, and the app's name."""
+
+    agent: AgentLike
+    live_agent: AgentLike
+    # An App's own name; else `ADK_STREAM_APP_NAME` when it is set; else the user's agent's
+    # name; else (the demo) the default app name. It names the default store.
+    name: str
 
 
 def load_agent(spec: str) -> AgentLike:
@@ -29,17 +46,36 @@ def load_agent(spec: str) -> AgentLike:
     return target
 
 
-def resolve_agents(settings: Settings, agent: AgentLike | None) -> tuple[AgentLike, AgentLike]:
-    """The agent for /stream and the one for /live: the same, unless it is the demo agent,
-    which gets a live-capable model on /live."""
-    if agent is not None:
-        return agent, agent
-    if settings.agent:
-        loaded = load_agent(settings.agent)
-        return loaded, loaded
+def serve_agents(settings: Settings, agent: AgentLike | None) -> ServedAgents:
+    """The agents to serve: the one given, the setting's, or the demo agent (which gets a
+    live-capable model on /live)."""
     from adk_stream_protocol.demo import build_demo_agent, register_offline_model
 
+    # Any agent may name the offline model as a string ("offline-demo"). ADK looks such names
+    # up in its registry only at the agent's first model call, so registering here, before
+    # the first request, is in time, for sub-agents too.
     register_offline_model()
+    if agent is None and settings.agent:
+        agent = load_agent(settings.agent)
+    if agent is not None:
+        return ServedAgents(agent, agent, app_name_of(settings, agent))
     model, live_model = settings.resolved_model(), settings.resolved_live_model()
     logger.info("serving the demo agent with model %s (live: %s)", model, live_model)
-    return build_demo_agent(model), build_demo_agent(live_model)
+    return ServedAgents(build_demo_agent(model), build_demo_agent(live_model), settings.app_name)
+
+
+def resolve_agents(settings: Settings, agent: AgentLike | None) -> tuple[AgentLike, AgentLike]:
+    """The agent for /stream and the one for /live (``serve_agents`` without the name)."""
+    served = serve_agents(settings, agent)
+    return served.agent, served.live_agent
+
+
+def app_name_of(settings: Settings, agent: AgentLike) -> str:
+    """The name of the app serving a user's agent. Two agents served from one folder get
+    two names, and so two default stores, unless the user names both apps alike."""
+    if isinstance(agent, App):
+        return agent.name
+    if "app_name" in settings.model_fields_set:  # set by the user: theirs to choose
+        return settings.app_name
+    # Agent names are Python identifiers, which may start with `_` or hold non-ASCII letters.
+    return agent.name if _APP_NAME.match(agent.name) else settings.app_name

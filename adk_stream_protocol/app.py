@@ -18,12 +18,13 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.middleware.trustedhost import TrustedHostMiddleware
 from fastapi.staticfiles import StaticFiles
 
-from adk_stream_protocol.agents import AgentLike, resolve_agents
+from adk_stream_protocol.agents import AgentLike, serve_agents
 from adk_stream_protocol.backends import check_extras, open_coordination
 from adk_stream_protocol.bridge import Bridge
 from adk_stream_protocol.identity import current_user
 from adk_stream_protocol.live import router as live_router
 from adk_stream_protocol.security import SecurityHeadersMiddleware
+from adk_stream_protocol.sessions import store_url
 from adk_stream_protocol.settings import Settings
 from adk_stream_protocol.stream import router as stream_router
 
@@ -42,15 +43,20 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        check_extras(settings)
-        async with open_coordination(settings) as coordination:
-            bridge = Bridge(settings, *resolve_agents(settings, agent), coordination)
+        served = serve_agents(settings, agent)
+        # The store the app uses from here on: its own by default (docs/adr/0024).
+        store = store_url(settings.session_store, served.name)
+        app_settings = settings.model_copy(update={"session_store": store})
+        check_extras(app_settings)
+        async with open_coordination(app_settings) as coordination:
+            bridge = Bridge(app_settings, served.agent, served.live_agent, coordination)
             try:
                 await bridge.sessions.prepare()
                 app.state.bridge = bridge
                 logger.info(
                     "ready: store=%s coordination=%s app=%s resumable=%s",
-                    settings.session_store.split("://")[0].split("+")[0],
+                    # A SQLite file's path says where the chats are; other URLs may hold secrets.
+                    store if store.startswith("sqlite:") else store.split("://")[0].split("+")[0],
                     "redis" if settings.redis_url else "local",
                     bridge.sessions.app_name,
                     settings.resumable_streams,

@@ -20,6 +20,7 @@ from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.sessions import BaseSessionService, InMemorySessionService, Session
 
 from adk_stream_protocol.errors import RequestError
+from adk_stream_protocol.settings import DEFAULT_SESSION_STORE
 
 if TYPE_CHECKING:
     from google.adk.sessions.database_session_service import DatabaseSessionService
@@ -46,6 +47,32 @@ _ALREADY_EXISTS = frozenset({"42P07", "42710", "23505", "42P06"})
 # A process without our lock (ADK's own lazy creation) can win at most once per table set;
 # after a collision the next attempt sees its tables.
 _TABLE_ATTEMPTS = 3
+
+
+# The store every app run in one folder shared before each app had its own (docs/adr/0024).
+LEGACY_SESSION_STORE = "sqlite:///.adk-stream/sessions.db"
+_SQLITE = "sqlite:///"
+
+
+def store_url(setting: str, app_name: str) -> str:
+    """The store an app uses: the setting with ``{app}`` replaced by the app's name. With
+    the default setting, a folder that still has the old shared file and no file of this
+    app's keeps using the old one (and says how to move), so no one loses their chats."""
+    url = setting.replace("{app}", app_name)
+    if setting != DEFAULT_SESSION_STORE:
+        return url
+    own, legacy = Path(url.removeprefix(_SQLITE)), Path(LEGACY_SESSION_STORE.removeprefix(_SQLITE))
+    if own.exists() or not legacy.is_file():
+        return url
+    logger.warning(
+        "chats are read from %s, the store every app in this folder used to share; this "
+        "app's own is %s. To keep the shared one, set ADK_STREAM_SESSION_STORE=%s; to give "
+        "this app its own, copy the file there (README: Where chats live)",
+        legacy,
+        own,
+        LEGACY_SESSION_STORE,
+    )
+    return LEGACY_SESSION_STORE
 
 
 def create_session_service(url: str) -> BaseSessionService:

@@ -11,13 +11,17 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from adk_stream_protocol.demo.names import OFFLINE_MODEL_NAME, is_offline_model
 
+DEFAULT_SESSION_STORE = "sqlite:///.adk-stream/{app}.db"
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="ADK_STREAM_", extra="ignore")
 
     # Where chats live. `sqlite:///path.db` (embedded, the default), `memory://`, or
     # `postgresql+asyncpg://user@host/db` (ADK's DatabaseSessionService; the `postgres` extra).
-    session_store: str = "sqlite:///.adk-stream/sessions.db"
+    # `{app}` stands for the app's name: by default each app has a file of its own
+    # (docs/adr/0024-store-per-app.md; sessions.store_url).
+    session_store: str = DEFAULT_SESSION_STORE
     # -- Several processes or instances as one server (docs/deployment.md, docs/adr/0021).
     # `redis://host:6379/0` moves chat leases, waiting tool calls, stop signals and the chunk
     # logs of active responses to Redis (the `redis` extra). Unset: all in this process.

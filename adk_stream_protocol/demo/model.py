@@ -59,30 +59,8 @@ class OfflineDemoLlm(BaseLlm):
             types.Part(function_call=types.FunctionCall(name=c.name, args=dict(c.args)))
             for c in reply.calls
         )
-
-        if stream:
-            # Text streams in small partials; calls only appear in the aggregate.
-            for part in parts:
-                if part.text is None:
-                    continue
-                for piece in chunk_text(part.text):
-                    # ADK queues a partial event without suspending: without this the
-                    # whole answer would be processed, and held back, in one slice of
-                    # the event loop instead of streaming between other requests.
-                    await asyncio.sleep(0)
-                    yield LlmResponse(
-                        content=types.Content(
-                            role="model", parts=[types.Part(text=piece, thought=part.thought)]
-                        ),
-                        partial=True,
-                    )
-        yield LlmResponse(
-            content=types.Content(role="model", parts=parts),
-            partial=False,
-            finish_reason=types.FinishReason.STOP,
-            usage_metadata=token_usage(llm_request.contents, parts),
-            model_version=self.model,
-        )
+        async for response in model_responses(parts, llm_request, stream, model_version=self.model):
+            yield response
 
     @override
     @contextlib.asynccontextmanager
@@ -93,6 +71,37 @@ class OfflineDemoLlm(BaseLlm):
             yield connection
         finally:
             await connection.close()
+
+
+async def model_responses(
+    parts: list[types.Part], llm_request: LlmRequest, stream: bool, *, model_version: str
+) -> AsyncGenerator[LlmResponse, None]:
+    """One model answer as Gemini streams it under ``StreamingMode.SSE``: its text and thoughts
+    in small partials (when ``stream``), then the aggregate with every part, the finish reason
+    and the usage. Shared with the scripted model of ``adk_stream_protocol.testing``."""
+    if stream:
+        # Text streams in small partials; calls only appear in the aggregate.
+        for part in parts:
+            if part.text is None:
+                continue
+            for piece in chunk_text(part.text):
+                # ADK queues a partial event without suspending: without this the whole
+                # answer would be processed, and held back, in one slice of the event loop
+                # instead of streaming between other requests.
+                await asyncio.sleep(0)
+                yield LlmResponse(
+                    content=types.Content(
+                        role="model", parts=[types.Part(text=piece, thought=part.thought)]
+                    ),
+                    partial=True,
+                )
+    yield LlmResponse(
+        content=types.Content(role="model", parts=parts),
+        partial=False,
+        finish_reason=types.FinishReason.STOP,
+        usage_metadata=token_usage(llm_request.contents, parts),
+        model_version=model_version,
+    )
 
 
 def register_offline_model() -> None:
