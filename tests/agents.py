@@ -166,3 +166,8 @@ class SlowLiveToolLlm(ToolCallingLlm):
 slow_live_agent = root_agent.model_copy(
     update={"name": "slow_live_agent", "model": SlowLiveToolLlm()}
 )
+
+
+# A user's own agent on the offline model, named as a string: it answers with no call to
+# `register_offline_model()` (tests/test_own_agent_offline.py).
+offline_agent = LlmAgent(name="own_offline_agent", model="offline-demo")
