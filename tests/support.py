@@ -43,9 +43,13 @@ from google.adk.events import Event
 from starlette.testclient import TestClient, WebSocketDenialResponse
 from starlette.websockets import WebSocketDisconnect
 
-from adk_stream_protocol import Settings, create_app
+from adk_stream_protocol import Settings, create_app, testing
 from adk_stream_protocol.chunks import UI_MESSAGE_CHUNK
 from adk_stream_protocol.history import is_user_turn, live_events
+
+# The package's own (users' tests use them too), offered to the tests from here.
+from adk_stream_protocol.testing import answer_approvals as answer_approvals
+from adk_stream_protocol.testing import sse_payloads as sse_payloads
 
 ROOT = Path(__file__).resolve().parent.parent
 # The built playground, which every test app serves at `/` (the default, whatever the
@@ -431,21 +435,6 @@ def _wait_until_healthy(server: LiveServer, exited: Any) -> None:
 # -- SSE ------------------------------------------------------------------------------------
 
 
-def sse_payloads(body: str) -> list[str]:
-    """The data payloads of an SSE body, in order, as the AI SDK client splits them."""
-    payloads = []
-    for event in body.split("\n\n"):
-        lines = [line for line in event.split("\n") if line and not line.startswith(":")]
-        data = [
-            line.removeprefix("data:").removeprefix(" ")
-            for line in lines
-            if line.startswith("data:")
-        ]
-        if data:
-            payloads.append("\n".join(data))
-    return payloads
-
-
 @dataclass
 class StreamResult:
     status: int
@@ -636,49 +625,8 @@ def chat_body(chat_id: str, *messages: dict[str, Any], **extra: Any) -> dict[str
 
 def assistant_message(*responses: StreamResult) -> dict[str, Any]:
     """The assistant message a client holds after these responses (a continuation appends to
-    it), reduced to what the server reads: step starts, text and tool parts with states."""
-    parts: list[dict[str, Any]] = []
-    tools: dict[str, dict[str, Any]] = {}
-    message_id = responses[0].chunks[0].get("messageId", "assistant")
-    for response in responses:
-        for chunk in response.chunks:
-            kind = chunk["type"]
-            if kind == "start-step":
-                parts.append({"type": "step-start"})
-            elif kind == "text-start":
-                parts.append({"type": "text", "text": "", "state": "done"})
-            elif kind == "text-delta":
-                parts[-1]["text"] += chunk["delta"]
-            elif kind == "tool-input-available":
-                part = tools.get(chunk["toolCallId"])
-                if part is None:
-                    part = {"type": f"tool-{chunk['toolName']}", "toolCallId": chunk["toolCallId"]}
-                    tools[chunk["toolCallId"]] = part
-                    parts.append(part)
-                part.update(state="input-available", input=chunk["input"])
-            elif kind == "tool-approval-request":
-                tools[chunk["toolCallId"]].update(
-                    state="approval-requested", approval={"id": chunk["approvalId"]}
-                )
-            elif kind == "tool-output-available":
-                tools[chunk["toolCallId"]].update(state="output-available", output=chunk["output"])
-            elif kind == "tool-output-error":
-                tools[chunk["toolCallId"]].update(
-                    state="output-error", errorText=chunk["errorText"]
-                )
-            elif kind == "tool-output-denied":
-                tools[chunk["toolCallId"]]["state"] = "output-denied"
-    return {"id": message_id, "role": "assistant", "parts": parts}
-
-
-def answer_approvals(message: dict[str, Any], *decisions: bool) -> dict[str, Any]:
-    """What addToolApprovalResponse does: the requested parts, in order, get decisions."""
-    requested = [p for p in message["parts"] if p.get("state") == "approval-requested"]
-    assert len(requested) == len(decisions), (len(requested), decisions)
-    for part, approved in zip(requested, decisions, strict=True):
-        part["state"] = "approval-responded"
-        part["approval"] = {**part["approval"], "approved": approved}
-    return message
+    it), reduced to what the server reads (the package's own, which users' tests use too)."""
+    return testing.assistant_message(*(response.chunks for response in responses))
 
 
 def tool_call_ids(message: dict[str, Any], tool_name: str) -> list[str]:
