@@ -38,10 +38,14 @@ from adk_stream_protocol.demo.model import model_responses
 from adk_stream_protocol.settings import Settings
 
 __all__ = [
+    "NO_SCRIPT",
+    "SCRIPTED_ERROR",
+    "SCRIPT_ENDED",
     "AgentClient",
     "Answer",
     "ChatResponse",
     "ScriptedLlm",
+    "Step",
     "ToolCall",
     "answer_approvals",
     "assistant_message",

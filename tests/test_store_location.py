@@ -13,6 +13,7 @@ from google.adk.agents import LlmAgent
 from google.adk.apps import App
 from google.adk.sessions.sqlite_session_service import SqliteSessionService
 
+from adk_stream_protocol.agents import app_name_of
 from adk_stream_protocol.settings import DEFAULT_SESSION_STORE, Settings
 from adk_stream_protocol.testing import AgentClient, serve_agent, settings_for_tests
 
@@ -130,3 +131,13 @@ def test_an_app_that_has_its_own_file_ignores_the_old_one() -> None:
         ("adk_stream_protocol", "c1"),
     }
     assert stored_chats(STORE / "sessions.db") == {("adk_stream_protocol", "other")}
+
+
+def test_an_agent_name_that_is_no_app_name_falls_back() -> None:
+    """Agent names are Python identifiers, app names (and so file names) are narrower."""
+    settings = settings_for_tests()
+    assert app_name_of(settings, agent("helper")) == "helper"
+    assert app_name_of(settings, agent("_private")) == "adk_stream_protocol"
+    assert app_name_of(settings, agent("アシスタント")) == "adk_stream_protocol"
+    assert app_name_of(settings_for_tests(app_name="crm"), agent("helper")) == "crm"
+    assert app_name_of(settings, App(name="billing", root_agent=agent("a"))) == "billing"
