@@ -11,7 +11,8 @@ answer back as chunks and as the assistant message the page would show::
         answer = chat.send("What's the weather in Tokyo?")
         assert answer.text == "It is sunny in Tokyo."
 
-The README's "Testing your agent" shows a whole test (tests/test_testing_example.py runs it).
+The README's "Testing your agent" shows a whole test (tests/test_readme_example.py runs it).
+Install with the ``testing`` extra: ``TestClient`` needs httpx.
 """
 
 from __future__ import annotations
