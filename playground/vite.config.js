@@ -36,8 +36,8 @@ export default defineConfig(({ mode }) => {
             { find: /^\.\/ai7-only$/, replacement: here('src/ai7-only.ai6.ts') },
           ]
         : [],
-      // The transport in ../client is a symlinked package: use this folder's copies of `ai`
-      // and React, so the bundle holds one of each (its own node_modules has ai 6).
+      // One copy of `ai` and of React in the bundle, whoever imports them (our transport,
+      // adk-stream-protocol-client, is installed here from the client's npm tarball).
       dedupe: ['ai', 'ai-6', '@ai-sdk/react', '@ai-sdk/react-3', 'react', 'react-dom'],
     },
     server: { proxy },

@@ -27,30 +27,65 @@ ensure_python_env() {
   fi
 }
 
-# ensure_node_packages DIR: `npm ci` in DIR when its lock file changed. ai 7 (scenarios/)
+# ensure_node_packages DIR [FILE...]: `npm ci` in DIR when its lock file (or a FILE, such as
+# the client's tarball the playground installs) changed. ai 7 (scenarios/)
 # declares node >=22; on Node 20 it works and npm only warns (EBADENGINE), so an
 # `engine-strict=true` in the user's npmrc must not turn that into a failure.
 ensure_node_packages() {
-  local dir="$ROOT/$1"
+  local name="$1" dir="$ROOT/$1"
+  shift
   command -v npm >/dev/null || { echo "Node.js 20 with npm is needed" >&2; exit 1; }
   local stamp="$dir/node_modules/.installed"
-  local want; want="$(fingerprint "$dir/package-lock.json")"
+  local want; want="$(fingerprint "$dir/package-lock.json" "$@")"
   if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-    echo "Installing Node packages in $1..." >&2
+    echo "Installing Node packages in $name..." >&2
     (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error --engine-strict=false)
     echo "$want" > "$stamp"
   fi
 }
 
+# ensure_client_package: the client (client/) installed, built into client/dist (which the
+# scenario runner imports) and packed, as npm publishes it, into CLIENT_TARBALL
+# (client/adk-stream-protocol-client-<version>.tgz, gitignored), which the playground installs
+# (`file:` dependency). Packs again when the client's sources changed; `npm pack` runs the
+# client's `prepack` (a clean build). Fails when the tarball lacks its ESM or its types.
+ensure_client_package() {
+  ensure_node_packages client
+  local dir="$ROOT/client"
+  local version
+  version="$(cd "$dir" && node -p 'require("./package.json").version')"
+  CLIENT_TARBALL="$dir/adk-stream-protocol-client-$version.tgz"
+  local stamp="$dir/node_modules/.packed"
+  local want
+  want="$(find "$dir/src" "$dir/package.json" "$dir/package-lock.json" "$dir/tsconfig.json" \
+    "$dir/README.md" -type f -print0 | sort -z | xargs -0 cat | sha256sum | cut -d' ' -f1)"
+  if [ ! -f "$CLIENT_TARBALL" ] || [ ! -f "$dir/dist/ws-chat-transport.js" ] \
+    || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    echo "Packing client (npm pack)..." >&2
+    rm -f "$dir"/adk-stream-protocol-client-*.tgz
+    (cd "$dir" && npm pack --silent >/dev/null)
+    [ -f "$CLIENT_TARBALL" ] || { echo "npm pack did not write $CLIENT_TARBALL" >&2; exit 1; }
+    local listing; listing="$(tar -tzf "$CLIENT_TARBALL")"
+    local file
+    for file in package/package.json package/dist/ws-chat-transport.js \
+      package/dist/ws-chat-transport.d.ts; do
+      grep -qx "$file" <<<"$listing" \
+        || { echo "$CLIENT_TARBALL lacks $file" >&2; exit 1; }
+    done
+    echo "$want" > "$stamp"
+  fi
+}
+
 # ensure_built DIR [SCRIPT OUT]: `npm run SCRIPT` (default `build`) in DIR when its sources (or
-# the client's) changed since it last wrote DIR/OUT (default `dist`). The playground has two:
+# the client's tarball, after ensure_client_package) changed since it last wrote DIR/OUT
+# (default `dist`). The playground has two:
 # `build` (ai 7, dist/) and `build:v6` (ai 6, dist-v6/, for the browser tests).
 ensure_built() {
   local dir="$ROOT/$1" script="${2:-build}" out="${3:-dist}"
   local stamp="$dir/$out/.built"
   local want
   want="$(find "$dir/src" "$dir/index.html" "$dir/package.json" "$dir/package-lock.json" \
-    "$dir/vite.config.js" "$dir"/tsconfig*.json "$ROOT/client/src" \
+    "$dir/vite.config.js" "$dir"/tsconfig*.json "${CLIENT_TARBALL:-$ROOT/client/src}" \
     -type f -print0 2>/dev/null | sort -z | xargs -0 cat | sha256sum | cut -d' ' -f1)"
   if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     echo "Building $1 ($script)..." >&2
