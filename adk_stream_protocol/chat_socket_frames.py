@@ -92,12 +92,17 @@ def parse_client_frame(frame: dict[str, Any]) -> ClientFrame:
 # -- server frames ---------------------------------------------------------------------------
 
 
+# Compact, as the chunk frames are.
+_COMPACT = (",", ":")
+
+
 def control_frame(kind: Literal["start", "end", "no-active"], request_id: str) -> str:
-    return json.dumps({"type": kind, "requestId": request_id})
+    return json.dumps({"type": kind, "requestId": request_id}, separators=_COMPACT)
 
 
 def error_frame(request_id: str, error_text: str) -> str:
-    return json.dumps({"type": "error", "requestId": request_id, "errorText": error_text})
+    frame = {"type": "error", "requestId": request_id, "errorText": error_text}
+    return json.dumps(frame, separators=_COMPACT)
 
 
 def chunk_frame(request_id: str, sequence: int, event: bytes) -> str:
