@@ -35,7 +35,7 @@ from adk_stream_protocol.agents import AgentLike
 from adk_stream_protocol.app import create_app
 from adk_stream_protocol.chunks import UI_MESSAGE_CHUNK
 from adk_stream_protocol.demo.history import calls_of, latest_user_message_index, text_of
-from adk_stream_protocol.demo.model import model_responses
+from adk_stream_protocol.demo.model import answer_parts, model_responses
 from adk_stream_protocol.settings import Settings
 
 __all__ = [
@@ -122,13 +122,7 @@ class ScriptedLlm(BaseLlm):
         if answer.error is not None:
             yield LlmResponse(error_code=answer.error_code, error_message=answer.error)
             return
-        parts = [types.Part(text=answer.thought, thought=True)] if answer.thought else []
-        if answer.text:
-            parts.append(types.Part(text=answer.text))
-        parts.extend(
-            types.Part(function_call=types.FunctionCall(name=c.name, args=dict(c.args)))
-            for c in answer.calls
-        )
+        parts = answer_parts(answer.thought, answer.text, answer.calls)
         async for response in model_responses(parts, llm_request, stream, model_version=self.model):
             yield response
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
+from typing import Any, Protocol
 
 from google.adk.models import BaseLlm, LlmCapabilities, LLMRegistry
 from google.adk.models.base_llm_connection import BaseLlmConnection
@@ -50,15 +51,7 @@ class OfflineDemoLlm(BaseLlm):
             yield LlmResponse(error_code=ERROR_CODE, error_message=ERROR_MESSAGE)
             return
 
-        parts: list[types.Part] = []
-        if reply.thought:
-            parts.append(types.Part(text=reply.thought, thought=True))
-        if reply.text:
-            parts.append(types.Part(text=reply.text))
-        parts.extend(
-            types.Part(function_call=types.FunctionCall(name=c.name, args=dict(c.args)))
-            for c in reply.calls
-        )
+        parts = answer_parts(reply.thought, reply.text, reply.calls)
         async for response in model_responses(parts, llm_request, stream, model_version=self.model):
             yield response
 
@@ -102,6 +95,29 @@ async def model_responses(
         usage_metadata=token_usage(llm_request.contents, parts),
         model_version=model_version,
     )
+
+
+class NamedCall(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def args(self) -> Mapping[str, Any]: ...
+
+
+def answer_parts(
+    thought: str | None, text: str | None, calls: Iterable[NamedCall]
+) -> list[types.Part]:
+    """A scripted answer as a model's content: its thought, its text, then its tool calls."""
+    parts: list[types.Part] = []
+    if thought:
+        parts.append(types.Part(text=thought, thought=True))
+    if text:
+        parts.append(types.Part(text=text))
+    parts.extend(
+        types.Part(function_call=types.FunctionCall(name=c.name, args=dict(c.args))) for c in calls
+    )
+    return parts
 
 
 def register_offline_model() -> None:
