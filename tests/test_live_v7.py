@@ -30,6 +30,7 @@ from tests.support import (
     in_process_app,
     post_stream,
     serve_in_thread,
+    stored_events,
     stored_state,
     user_message,
 )
@@ -77,13 +78,14 @@ def test_one_socket_serves_several_chats_at_once(socket: V7Socket, target: Targe
     requests = [
         socket.send(chat, user_message(f"Hello {i}", f"u-{i}")) for i, chat in enumerate(chats)
     ]
-    for request_id in requests:
+    for i, request_id in enumerate(requests):
         reply = socket.reply(request_id)
         assert reply.last == "end", reply.frames
         assert sequences(reply) == list(range(len(reply.chunks)))
-    # Each chat is its own session.
-    for chat in chats:
-        assert stored_state(target, chat) is not None
+        assert f'"Hello {i}"' in text_of(reply), "each request answers its own chat"
+    # Each chat is its own session, holding its own message.
+    for i, chat in enumerate(chats):
+        assert f"Hello {i}" in str(stored_events(target, chat)[0].content)
 
 
 @BOTH
@@ -156,6 +158,7 @@ def test_malformed_frames_get_an_error_for_their_request(socket: V7Socket) -> No
 def test_an_abort_for_no_open_request_is_ignored(socket: V7Socket) -> None:
     socket.frame({"type": "abort", "requestId": "never-sent"})
     assert socket.reply(socket.send(new_chat(), user_message("Hi", "u-1"))).last == "end"
+    assert "never-sent" not in socket.replies, "an abort of nothing is not answered"
 
 
 # -- resume ----------------------------------------------------------------------------------
