@@ -1,14 +1,17 @@
-"""The application. ``uvicorn server:app``, or ``python server.py`` for the host/port settings."""
+"""The application. ``uvicorn server:app``, or ``python server.py`` for the host/port settings.
+(``adk-stream-protocol serve`` is the installed package's command for the same.)"""
 
 import logging
 
 import uvicorn
 
-from adk_stream_protocol import Settings, create_app
+from adk_stream_protocol import Settings
+from adk_stream_protocol.agents_folder import create_server
 
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
-app = create_app()
+# The demo agent, or what ADK_STREAM_AGENT / ADK_STREAM_AGENTS_DIR name.
+app = create_server()
 
 if __name__ == "__main__":
     settings = Settings()

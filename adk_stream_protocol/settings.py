@@ -38,6 +38,10 @@ class Settings(BaseSettings):
     chunk_log_ttl_seconds: float = Field(default=60.0, gt=0)
     # `module:attribute` naming an ADK agent or App to serve instead of the demo agent.
     agent: str | None = None
+    # A folder of agents in ADK's layout (one per subfolder, as `adk web` reads it), each
+    # served under `/apps/<name>/`; or one agent's folder, served at `/`. The command
+    # `adk-stream-protocol serve DIR` sets it (docs/adr/0028-package-and-command.md).
+    agents_dir: Path | None = None
     app_name: Annotated[str, Field(pattern=r"^[a-zA-Z][a-zA-Z0-9_-]*$")] = "adk_stream_protocol"
     # `auto`: Gemini when a Google API key or Vertex AI is configured, else the offline model.
     model: str = "auto"
@@ -57,8 +61,9 @@ class Settings(BaseSettings):
     # Browser origins other than the server's own that may call it: CORS on HTTP, and the
     # `Origin` check of the /live handshake. `*` allows any.
     cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
-    # The built playground page, served at `/` when it exists (scripts/serve builds it).
-    playground_dir: Path | None = Path(__file__).resolve().parent.parent / "playground" / "dist"
+    # The built playground page, served at `/` when it exists: the copy an installed package
+    # carries, else a checkout's playground/dist (scripts/serve builds it).
+    playground_dir: Path | None = Field(default_factory=lambda: default_playground_dir())
     host: str = "127.0.0.1"
     port: int = 8000
     # Seconds between keep-alive comments while the agent is silent.
@@ -114,6 +119,15 @@ class Settings(BaseSettings):
         needs a live model."""
         model = self.resolved_model()
         return model if is_offline_model(model) else self.live_model
+
+
+def default_playground_dir() -> Path:
+    """The page a built package carries (setup.py copies it in), else a checkout's build."""
+    package = Path(__file__).resolve().parent
+    packaged = package / "playground"
+    return (
+        packaged if (packaged / "index.html").is_file() else package.parent / "playground" / "dist"
+    )
 
 
 def google_credentials_configured() -> bool:

@@ -24,7 +24,9 @@ export default defineConfig(({ mode }) => {
   const ai = v6 ? 'ai-6' : 'ai';
   const { version } = JSON.parse(readFileSync(here(`node_modules/${ai}/package.json`), 'utf8'));
   return {
-    base: '/',
+    // Relative asset URLs: the same page serves at `/` and under `/apps/<name>/` (an agents
+    // folder, adk-stream-protocol serve DIR).
+    base: './',
     esbuild: { jsx: 'automatic' },
     define: { __AI_VERSION__: JSON.stringify(version) },
     resolve: {

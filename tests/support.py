@@ -298,7 +298,7 @@ def run_server(
     The listening socket is made here and handed to uvicorn (``--fd``), so no other process
     can take the port between choosing and binding it.
     """
-    sock = _listening_socket()
+    sock = listening_socket()
     port = sock.getsockname()[1]
     full_env = {k: v for k, v in os.environ.items() if k not in _GOOGLE_VARIABLES}
     full_env.update(
@@ -335,7 +335,7 @@ def run_server(
     with httpx.Client(base_url=base_url, timeout=HTTP_TIMEOUT) as http:
         server = LiveServer(base_url, workdir / "sessions.db", http, log_path, process)
         try:
-            _wait_until_healthy(server, lambda: process.poll() is not None)
+            wait_until_healthy(server, lambda: process.poll() is not None)
             yield server
         finally:
             stop_process(process)
@@ -349,7 +349,7 @@ def serve_in_thread(
     real uvicorn from a thread of this process: the wire, without the seconds a new process
     takes to import ADK. Its logs go through this process's logging (``caplog``)."""
     app = create_app(identity=identity, settings=app_settings(workdir, **settings))
-    sock = _listening_socket()
+    sock = listening_socket()
     port = sock.getsockname()[1]
     # log_config=None: uvicorn leaves this process's logging as it is.
     config = uvicorn.Config(app, log_config=None, log_level="warning", lifespan="on")
@@ -364,7 +364,7 @@ def serve_in_thread(
         http = stack.enter_context(httpx.Client(base_url=base_url, timeout=HTTP_TIMEOUT))
         server = LiveServer(base_url, workdir / "sessions.db", http)
         try:
-            _wait_until_healthy(server, lambda: not thread.is_alive())
+            wait_until_healthy(server, lambda: not thread.is_alive())
             yield server
         finally:
             uvicorn_server.should_exit = True
@@ -398,7 +398,7 @@ class ServerPool:
         self._stack.close()
 
 
-def _listening_socket() -> socket.socket:
+def listening_socket() -> socket.socket:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
@@ -416,7 +416,7 @@ def stop_process(process: subprocess.Popen[bytes]) -> None:
         process.wait()
 
 
-def _wait_until_healthy(server: LiveServer, exited: Any) -> None:
+def wait_until_healthy(server: LiveServer, exited: Any) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if exited():

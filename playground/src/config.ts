@@ -1,5 +1,6 @@
-// Where the API lives, and how the page talks to it. By default the API is the page's own
-// origin (the FastAPI server serves this page at `/`, or `vite preview` proxies to it).
+// Where the API lives, and how the page talks to it. By default the API is where the page is:
+// the server serves it at `/` (`vite preview` proxies to it), or, for a folder of agents, each
+// agent's page at `/apps/<name>/` beside that agent's `/apps/<name>/stream` and `/live`.
 // `?api=http://127.0.0.1:8000` points the page at another server (that server needs
 // ADK_STREAM_CORS_ORIGINS for POST /stream). `?transport=live` or `?transport=voice` opens the
 // page on that transport.
@@ -27,7 +28,8 @@ export function usesOurTransport(kind: TransportKind): boolean {
 }
 
 const params = new URLSearchParams(window.location.search);
-const apiBase = (params.get('api') ?? '').replace(/\/+$/, '');
+const pageFolder = window.location.pathname.replace(/\/[^/]*$/, '');
+const apiBase = (params.get('api') ?? pageFolder).replace(/\/+$/, '');
 
 function initial(): TransportKind {
   const asked = params.get('transport');

@@ -1,0 +1,111 @@
+"""The command ``adk-stream-protocol`` (docs/adr/0028-package-and-command.md).
+
+``adk-stream-protocol serve [AGENT_OR_AGENTS_DIR] [--host H] [--port P] [--reload]`` runs the
+server under uvicorn: the demo agent; a ``module:attribute`` agent; one agent's folder; or a
+folder of agents in ADK's layout, each under ``/apps/<name>/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import uvicorn
+from starlette.types import ASGIApp
+
+from adk_stream_protocol.agents_folder import create_server
+from adk_stream_protocol.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+# What uvicorn imports in its worker (and again after each reload): the server the
+# environment describes, which `serve` has set from its arguments.
+SERVER_FACTORY = "adk_stream_protocol.cli:server_from_environment"
+
+
+def server_from_environment() -> ASGIApp:
+    return create_server(Settings())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    if args.command == "serve":
+        return _serve(parser, args)
+    parser.error(f"unknown command {args.command!r}")  # argparse exits
+    return 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="adk-stream-protocol",
+        description="Serve a Google ADK agent to Vercel AI SDK useChat clients.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    serve = commands.add_parser(
+        "serve",
+        help="run the server",
+        description=(
+            "Run the server: POST /stream, WS /live and the playground page at /. With no "
+            "argument it serves the demo agent (or ADK_STREAM_AGENT). Settings come from "
+            "ADK_STREAM_* environment variables (README: Settings)."
+        ),
+    )
+    serve.add_argument(
+        "agent",
+        nargs="?",
+        metavar="AGENT_OR_AGENTS_DIR",
+        help=(
+            "'package.module:attribute' naming an ADK agent or App (imported from the current "
+            "folder); or one agent's folder (with agent.py or root_agent.yaml), served at /; "
+            "or a folder of such folders, each agent served at /apps/<folder name>/"
+        ),
+    )
+    serve.add_argument("--host", help="address to listen on (default: ADK_STREAM_HOST, 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (default: ADK_STREAM_PORT, 8000)")
+    serve.add_argument(
+        "--reload", action="store_true", help="restart when a Python file of the agent changes"
+    )
+    return parser
+
+
+def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    watch = Path.cwd()
+    if args.agent:
+        folder = Path(args.agent)
+        if folder.is_dir():
+            # The worker reads it from the environment, after every reload too.
+            os.environ["ADK_STREAM_AGENTS_DIR"] = str(folder.resolve())
+            os.environ.pop("ADK_STREAM_AGENT", None)
+            watch = folder.resolve()
+        elif ":" in args.agent:
+            os.environ["ADK_STREAM_AGENT"] = args.agent
+            os.environ.pop("ADK_STREAM_AGENTS_DIR", None)
+        else:
+            parser.error(f"{args.agent!r} is neither a folder nor 'package.module:attribute'")
+    # A console script does not import from the current folder, as `python -m` would; an
+    # agent named as `module:attribute` is looked for there. (uvicorn's reloading worker
+    # gets this sys.path too.)
+    if str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    settings = Settings()
+    uvicorn.run(
+        SERVER_FACTORY,
+        factory=True,
+        host=args.host or settings.host,
+        port=settings.port if args.port is None else args.port,
+        reload=args.reload,
+        reload_dirs=[str(watch)] if args.reload else None,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
