@@ -58,7 +58,7 @@ ensure_client_package() {
   local stamp="$dir/node_modules/.packed"
   local want
   want="$(find "$dir/src" "$dir/package.json" "$dir/package-lock.json" "$dir/tsconfig.json" \
-    "$dir/README.md" -type f -print0 | sort -z | xargs -0 cat | sha256sum | cut -d' ' -f1)"
+    "$dir/README.md" "$dir/LICENSE" -type f -print0 | sort -z | xargs -0 cat | sha256sum | cut -d' ' -f1)"
   if [ ! -f "$CLIENT_TARBALL" ] || [ ! -f "$dir/dist/ws-chat-transport.js" ] \
     || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     echo "Packing client (npm pack)..." >&2

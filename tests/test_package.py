@@ -95,6 +95,7 @@ def test_the_sdist_and_the_wheel_carry_the_built_page(built: tuple[Path, Path]) 
         (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
         scripts = archive.read(entry_points).decode()
     assert "adk-stream-protocol = adk_stream_protocol.cli:main" in scripts
+    assert [n for n in names if n.endswith(".dist-info/licenses/LICENSE")], "no license file"
     assert not [n for n in names if n.startswith(("tests/", "bench/", "scenarios/"))]
 
 

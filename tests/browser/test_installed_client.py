@@ -20,6 +20,7 @@ CLIENT = ROOT / "client"
 PLAYGROUND = ROOT / "playground"
 # What the published package holds: its ESM, its types, and what npm always adds.
 PACKAGE_FILES = [
+    "LICENSE",
     "README.md",
     "dist/ws-chat-transport.d.ts",
     "dist/ws-chat-transport.js",
