@@ -62,7 +62,7 @@ class Telemetry:
 
     def __init__(self, metrics: Metrics | None = None) -> None:
         self.metrics = metrics
-        # The global provider, looked up at each span: one configured after start-up counts.
+        # A proxy of the global provider: one configured after start-up is used too.
         self._tracer = trace.get_tracer(TRACER_NAME)
 
     def response(
