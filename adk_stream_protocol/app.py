@@ -13,14 +13,14 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request, Response
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.middleware.trustedhost import TrustedHostMiddleware
 from fastapi.staticfiles import StaticFiles
 
 from adk_stream_protocol.agents import AgentLike, serve_agents
 from adk_stream_protocol.backends import check_extras, open_coordination
-from adk_stream_protocol.bridge import Bridge
+from adk_stream_protocol.bridge import Bridge, bridge_of
 from adk_stream_protocol.identity import current_user
 from adk_stream_protocol.live import router as live_router
 from adk_stream_protocol.security import SecurityHeadersMiddleware
@@ -92,6 +92,13 @@ def create_app(
     @app.get("/health")
     async def health() -> dict[str, str]:
         return {"status": "ok"}
+
+    if settings.metrics:  # docs/adr/0027; before the playground's mount, which takes the rest
+
+        @app.get("/metrics", include_in_schema=False)
+        async def metrics(request: Request) -> Response:
+            body, content_type = bridge_of(request.app.state).telemetry.exposition()
+            return Response(body, media_type=content_type)
 
     if settings.playground_dir is not None and (settings.playground_dir / "index.html").is_file():
         # Mounted last, so the API routes above take precedence.

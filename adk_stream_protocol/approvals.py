@@ -10,13 +10,14 @@ which it returns as its own, so ADK stores it and sends it to the model.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from google.adk.plugins import BasePlugin
 from google.adk.tools import BaseTool, FunctionTool, ToolContext
 from google.adk.tools.tool_confirmation import ToolConfirmation
 
-from adk_stream_protocol.coordination import PendingCalls
+from adk_stream_protocol.coordination import Outcome, PendingCalls
 from adk_stream_protocol.tool_calls import (
     APPROVAL_CANCELLED_RESULT,
     APPROVAL_TIMEOUT_RESULT,
@@ -29,10 +30,16 @@ class LiveApprovalPlugin(BasePlugin):
     """Before each tool call of a live run: the user's approval for tools that require it,
     and the browser's result for tools the browser executes."""
 
-    def __init__(self, pending: PendingCalls, timeout_seconds: float) -> None:
+    def __init__(
+        self,
+        pending: PendingCalls,
+        timeout_seconds: float,
+        on_outcome: Callable[[Outcome], None] = lambda outcome: None,
+    ) -> None:
         super().__init__(name="adk_stream_protocol_live_approvals")
         self._pending = pending
         self._timeout = timeout_seconds
+        self._on_outcome = on_outcome  # the traces and metrics (docs/adr/0027)
 
     async def before_tool_callback(
         self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext
@@ -41,6 +48,7 @@ class LiveApprovalPlugin(BasePlugin):
         call_id = tool_context.function_call_id or ""
         if await _requires_approval(tool, tool_args, tool_context):
             outcome = await self._pending.ask_approval(chat, call_id, tool.name, self._timeout)
+            self._on_outcome(outcome)
             if outcome == "denied":
                 return dict(REJECTED_RESULT)
             if outcome == "timeout":

@@ -42,6 +42,8 @@ def check_extras(settings: Settings) -> None:
         raise MissingExtraError("ADK_STREAM_SESSION_STORE", "postgres", missing)
     if settings.redis_url is not None and (missing := _missing("redis")):
         raise MissingExtraError("ADK_STREAM_REDIS_URL", "redis", missing)
+    if settings.metrics and (missing := _missing("prometheus_client")):
+        raise MissingExtraError("ADK_STREAM_METRICS", "metrics", missing)
 
 
 @asynccontextmanager

@@ -23,9 +23,11 @@ from adk_stream_protocol.agents import AgentLike
 from adk_stream_protocol.approvals import LiveApprovalPlugin
 from adk_stream_protocol.coordination import Coordination
 from adk_stream_protocol.limits import ResponseSlots
+from adk_stream_protocol.metrics import Metrics
 from adk_stream_protocol.sessions import ChatSessions, create_session_service
 from adk_stream_protocol.settings import Settings
 from adk_stream_protocol.steering import SteeringPlugin
+from adk_stream_protocol.telemetry import Telemetry
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +50,7 @@ class Bridge:
     ) -> None:
         self.settings = settings
         self.coordination = coordination
+        self.telemetry = Telemetry(Metrics() if settings.metrics else None)
         service = create_session_service(settings.session_store)
         app = agent if isinstance(agent, App) else App(name=settings.app_name, root_agent=agent)
         # Steering messages of a resumed turn reach the model (docs/adr/0022).
@@ -59,7 +62,11 @@ class Bridge:
             if isinstance(live_agent, App)
             else app.model_copy(update={"root_agent": live_agent})
         )
-        gate = LiveApprovalPlugin(coordination.pending, settings.approval_timeout_seconds)
+        gate = LiveApprovalPlugin(
+            coordination.pending,
+            settings.approval_timeout_seconds,
+            on_outcome=lambda outcome: self.telemetry.approval_outcome("live", outcome),
+        )
         self.live_runner = Runner(
             app=live_app.model_copy(update={"plugins": [*live_app.plugins, gate]}),
             session_service=service,

@@ -18,6 +18,7 @@ from google.adk.events import Event
 from google.genai import types
 
 from adk_stream_protocol.bridge import Bridge
+from adk_stream_protocol.telemetry import LiveRunTrace, ResponseObserver
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +51,8 @@ class LiveRun:
         self._discard_until_turn_end = False
         self._used = False  # whether the client's input has used the run yet
         self._early_failure: Exception | None = None
+        self._trace: LiveRunTrace | None = None  # the run's span, once it started
+        self._observer: ResponseObserver | None = None  # of the socket's latest response
 
     @property
     def model_busy(self) -> bool:
@@ -78,7 +81,21 @@ class LiveRun:
         # that history when it connects.
         if self._task is None:
             await self._bridge.sessions.open(self._user_id, self._chat_id)
-            self._task = self._bridge.spawn(self._run(), name=f"live:{self._chat_id}")
+            self._trace = self._bridge.telemetry.live_run(self._chat_id)
+            with self._trace.current():  # ADK's spans of the run nest under the run's span
+                self._task = self._bridge.spawn(self._run(), name=f"live:{self._chat_id}")
+
+    def observe_response(self, *, continuation: bool) -> ResponseObserver:
+        """The span and metrics of a response of this socket, under the run's span. The run
+        outlives the responses: it ends one that the socket left open (``close``)."""
+        self._observer = self._bridge.telemetry.response(
+            self._chat_id,
+            "live",
+            ai_sdk=6,
+            continuation=continuation,
+            parent=self._trace.context if self._trace is not None else None,
+        )
+        return self._observer
 
     def send_content(self, content: types.Content) -> None:
         self._model_idle.clear()  # the model's turn has begun; it ends with turn_complete
@@ -102,6 +119,8 @@ class LiveRun:
 
     async def close(self) -> None:
         self.queue.close()
+        if self._observer is not None:
+            self._observer.end()  # a no-op once the response ended
         if self._task is None:
             return
         try:
@@ -111,6 +130,9 @@ class LiveRun:
             await asyncio.gather(self._task, return_exceptions=True)
             if not isinstance(exc, Exception):
                 raise
+        finally:
+            if self._trace is not None:
+                self._trace.end()
 
     async def _run(self) -> None:
         try:

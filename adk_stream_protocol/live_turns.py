@@ -26,6 +26,7 @@ from adk_stream_protocol.live_runs import LiveRun
 from adk_stream_protocol.planner import Answers, check_complete, collect_answers, take_steering
 from adk_stream_protocol.response import ChunkSink, Response
 from adk_stream_protocol.settings import Settings
+from adk_stream_protocol.telemetry import ResponseObserver
 from adk_stream_protocol.tool_calls import TurnCalls
 from adk_stream_protocol.ui_messages import UIMessage
 
@@ -45,8 +46,9 @@ class LiveResponse(Response):
         *,
         deferral: Deferral | None,
         on_end: Callable[[], None],
+        observer: ResponseObserver | None = None,
     ) -> None:
-        super().__init__(converter, sink, log, deferral=deferral)
+        super().__init__(converter, sink, log, deferral=deferral, observer=observer)
         self.calls = TurnCalls()  # the calls this response made, and their results
         self.announced: set[str] = set()  # approval ids whose requests it sent
         self.on_end = on_end  # gives back the process's response slot
@@ -104,6 +106,7 @@ class LiveTurn:
             log,
             deferral=Deferral(self._held) if defer else None,
             on_end=on_end,
+            observer=self._run.observe_response(continuation=continuation),
         )
         self.response = response
         await response.start()
@@ -226,6 +229,9 @@ class LiveTurn:
         # waits for tool results or answers interrupts it (docs/adr/0022).
         self._steered.update(answers.steering_ids)
         self._steering.extend(answers.steering)
+        if self.response is not None:
+            for decision in answers.decisions:
+                self.response.observer.approval_decided(decision.approved)
         backlog, self._backlog = self._backlog, []
         for event in backlog:
             await self.on_event(event)

@@ -39,6 +39,7 @@ from adk_stream_protocol.history import (
 )
 from adk_stream_protocol.planner import TurnPlan, plan_turn
 from adk_stream_protocol.response import ChunkSink, Response
+from adk_stream_protocol.telemetry import Transport
 from adk_stream_protocol.ui_messages import ChatRequest
 
 logger = logging.getLogger(__name__)
@@ -52,6 +53,7 @@ async def begin_request_turn(
     *,
     on_end: Callable[[], None],
     ai_sdk: AiSdkVersion = 6,
+    transport: Transport = "stream",
 ) -> RequestTurn:
     """Plan the request under the chat's lease and start its run. Refusals raise
     ``RequestError`` before anything is sent; ``on_end`` is called once the run has ended."""
@@ -79,6 +81,7 @@ async def begin_request_turn(
         on_end=on_end,
         ai_sdk=ai_sdk,
         decisions=_decisions(request) if plan.continuation else [],
+        transport=transport,
     )
     turn.begin()
     return turn
@@ -147,6 +150,7 @@ class RequestTurn:
         on_end: Callable[[], None],
         ai_sdk: AiSdkVersion = 6,
         decisions: list[tuple[str, bool, str | None]] | None = None,
+        transport: Transport = "stream",
     ) -> None:
         self._bridge = bridge
         self._ai_sdk = ai_sdk
@@ -157,9 +161,14 @@ class RequestTurn:
         self._lease = lease
         self._stop = stop
         self._on_end = on_end
+        self._observer = bridge.telemetry.response(
+            chat[1], transport, ai_sdk=ai_sdk, continuation=plan.continuation
+        )
 
     def begin(self) -> None:
-        self._bridge.spawn(self._run(), name=f"stream:{self._chat[1]}")
+        # The run's task copies the current context: ADK's spans nest under the response's.
+        with self._observer.current():
+            self._bridge.spawn(self._run(), name=f"stream:{self._chat[1]}")
 
     def client_left(self) -> None:
         if self._bridge.settings.resumable_streams:
@@ -190,11 +199,15 @@ class RequestTurn:
         try:
             log = await self._bridge.coordination.chunk_logs.open(self._chat, self._lease)
             response = Response(
-                converter, self._sink, log, deferral=Deferral() if plan.defer else None
+                converter,
+                self._sink,
+                log,
+                deferral=Deferral() if plan.defer else None,
+                observer=self._observer,
             )
             await response.start()
             try:
-                await response.emit(converter.approval_responses(self._decisions))
+                await response.approval_responses(self._decisions)
                 await response.emit(converter.replay(plan.replay))
                 if plan.new_message is None:
                     for call in plan.rearmed_calls:
@@ -209,6 +222,7 @@ class RequestTurn:
                 await response.finish()
         finally:
             lease_watch.cancel()
+            self._observer.end()  # a no-op once the response ended
             await self._sink.close()  # a no-op once the response ended
             await self._stop.close()
             await self._lease.release()

@@ -20,6 +20,7 @@ from adk_stream_protocol.converter import StreamProtocolConverter
 from adk_stream_protocol.coordination import ResponseLog
 from adk_stream_protocol.deferral import Deferral
 from adk_stream_protocol.sse import DONE, encode_event
+from adk_stream_protocol.telemetry import ResponseObserver, error_code
 
 logger = logging.getLogger(__name__)
 
@@ -49,8 +50,10 @@ class Response:
         log: ResponseLog,
         *,
         deferral: Deferral | None = None,
+        observer: ResponseObserver | None = None,
     ) -> None:
         self.converter = converter
+        self.observer = observer or ResponseObserver.inert()  # its span and metrics
         self._sink = sink
         self._log = log
         self._deferral = deferral
@@ -72,13 +75,25 @@ class Response:
     async def emit(self, chunks: Sequence[BaseChunk]) -> None:
         if not chunks or self.ended:
             return
+        self.observer.chunks(chunks)
         if self._deferral is not None:
             self._deferral.collect(chunks)
         else:
             await self._deliver(chunks)
 
     async def convert(self, event: Event) -> None:
-        await self.emit(self.converter.convert(event))
+        errored = self.converter.errored
+        chunks = self.converter.convert(event)
+        if self.converter.errored and not errored:
+            self.observer.error(error_code(event))
+        await self.emit(chunks)
+        if chunks:
+            self.observer.answered(delivered=self._deferral is None)
+
+    async def approval_responses(self, decisions: Sequence[tuple[str, bool, str | None]]) -> None:
+        for _, approved, _ in decisions:
+            self.observer.approval_decided(approved)
+        await self.emit(self.converter.approval_responses(decisions))
 
     async def approval_request(self, approval_id: str, call_id: str) -> None:
         await self.emit(self.converter.approval_request(approval_id, call_id))
@@ -96,6 +111,8 @@ class Response:
         """End with an ``error`` chunk after the run (or our handling of it) raised."""
         if self.ended:
             return []
+        if not self.converter.errored:
+            self.observer.error(type(exc).__name__)
         await self.emit(self.converter.fail(exc))
         return await self._end()
 
@@ -107,12 +124,15 @@ class Response:
                 paused = self.converter.awaiting_client and not self.converter.errored
                 now, held = self._deferral.settle(paused=paused)
                 await self._deliver(now)
+                if now:
+                    self.observer.delivered()
             await self._send([DONE_EVENT])
         finally:
             try:
                 await self._log.close()
                 await self._sink.close()
             finally:
+                self.observer.end()
                 self.done.set()
         return held
 

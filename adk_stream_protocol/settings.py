@@ -92,6 +92,8 @@ class Settings(BaseSettings):
     trusted_hosts: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["localhost", "127.0.0.1", "[::1]", "*.localhost"]
     )
+    # Serve Prometheus metrics at /metrics (the `metrics` extra; docs/adr/0027).
+    metrics: bool = False
     # Serve /docs, /redoc and /openapi.json.
     api_docs: bool = False
     # How long a request waits for an earlier request on the same chat to finish.

@@ -18,7 +18,7 @@ import httpx
 
 from tests.support import ROOT, stop_process
 
-OPTIONAL_CLIENTS = ("asyncpg", "sqlalchemy", "greenlet", "redis")
+OPTIONAL_CLIENTS = ("asyncpg", "sqlalchemy", "greenlet", "redis", "prometheus_client")
 
 
 def start_without(
@@ -79,6 +79,16 @@ def test_redis_coordination_without_its_client_names_the_redis_extra(tmp_path: P
     output = refused_start(("redis",), env, tmp_path / "server.log")
     assert "ADK_STREAM_REDIS_URL needs redis" in output
     assert "adk-stream-protocol[redis]" in output
+
+
+def test_metrics_without_their_client_name_the_metrics_extra(tmp_path: Path) -> None:
+    env = {
+        "ADK_STREAM_SESSION_STORE": f"sqlite:///{tmp_path / 'sessions.db'}",
+        "ADK_STREAM_METRICS": "true",
+    }
+    output = refused_start(("prometheus_client",), env, tmp_path / "server.log")
+    assert "ADK_STREAM_METRICS needs prometheus_client" in output
+    assert "adk-stream-protocol[metrics]" in output
 
 
 def test_the_default_stores_need_no_extra(tmp_path: Path) -> None:
