@@ -157,6 +157,7 @@ class ChatSocket:
                     request,
                     on_end=lambda: self._ended(request, slots.release),
                     ai_sdk=7,
+                    transport="ai7-socket",
                 )
             except BaseException:
                 slots.release()  # the turn never began, so it will not release it

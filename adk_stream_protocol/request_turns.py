@@ -38,7 +38,8 @@ from adk_stream_protocol.history import (
     USER_MESSAGE_ID_KEY,
 )
 from adk_stream_protocol.planner import TurnPlan, plan_turn
-from adk_stream_protocol.response import ChunkSink, Response
+from adk_stream_protocol.recording import RecordedTransport
+from adk_stream_protocol.response import ChunkSink, Response, ResponseObserver
 from adk_stream_protocol.ui_messages import ChatRequest
 
 logger = logging.getLogger(__name__)
@@ -52,11 +53,13 @@ async def begin_request_turn(
     *,
     on_end: Callable[[], None],
     ai_sdk: AiSdkVersion = 6,
+    transport: RecordedTransport = "stream",
 ) -> RequestTurn:
     """Plan the request under the chat's lease and start its run. Refusals raise
     ``RequestError`` before anything is sent; ``on_end`` is called once the run has ended."""
     settings = bridge.settings
     chat: ChatKey = (user_id, request.id)
+    recording = bridge.recorder.open(transport, request, ai_sdk=ai_sdk)
     try:
         lease = await bridge.coordination.leases.acquire(chat, settings.chat_busy_timeout_seconds)
     except TimeoutError:
@@ -79,6 +82,7 @@ async def begin_request_turn(
         on_end=on_end,
         ai_sdk=ai_sdk,
         decisions=_decisions(request) if plan.continuation else [],
+        observer=recording,
     )
     turn.begin()
     return turn
@@ -147,8 +151,10 @@ class RequestTurn:
         on_end: Callable[[], None],
         ai_sdk: AiSdkVersion = 6,
         decisions: list[tuple[str, bool, str | None]] | None = None,
+        observer: ResponseObserver | None = None,
     ) -> None:
         self._bridge = bridge
+        self._observer = observer
         self._ai_sdk = ai_sdk
         self._decisions = decisions or []
         self._chat = chat
@@ -189,8 +195,9 @@ class RequestTurn:
         lease_watch = self._bridge.spawn(self._abort_when_lease_lost(), name="lease-watch")
         try:
             log = await self._bridge.coordination.chunk_logs.open(self._chat, self._lease)
+            deferral = Deferral() if plan.defer else None
             response = Response(
-                converter, self._sink, log, deferral=Deferral() if plan.defer else None
+                converter, self._sink, log, deferral=deferral, observer=self._observer
             )
             await response.start()
             try:

@@ -35,6 +35,15 @@ class ChunkSink(Protocol):
         """The response ended (its ``[DONE]`` was sent)."""
 
 
+class ResponseObserver(Protocol):
+    """Sees the chunks a response delivers, then its end (a recording: docs/adr/0026).
+    Called on the event loop: it must neither block nor raise."""
+
+    def delivered(self, chunks: Sequence[BaseChunk]) -> None: ...
+
+    def ended(self) -> None: ...
+
+
 class Response:
     """A response's converter, its deferral (if it holds back) and its delivery.
 
@@ -49,8 +58,10 @@ class Response:
         log: ResponseLog,
         *,
         deferral: Deferral | None = None,
+        observer: ResponseObserver | None = None,
     ) -> None:
         self.converter = converter
+        self._observer = observer
         self._sink = sink
         self._log = log
         self._deferral = deferral
@@ -114,10 +125,14 @@ class Response:
                 await self._sink.close()
             finally:
                 self.done.set()
+                if self._observer is not None:
+                    self._observer.ended()
         return held
 
     async def _deliver(self, chunks: Sequence[BaseChunk]) -> None:
         if chunks:
+            if self._observer is not None:
+                self._observer.delivered(chunks)
             await self._send([encode_event(chunk) for chunk in chunks])
 
     async def _send(self, events: list[bytes]) -> None:
