@@ -262,7 +262,8 @@ def test_what_is_not_a_request_is_refused_as_by_the_real_server(replay: InProces
 def test_chunks_keep_their_recorded_times_scaled_by_speed(
     tmp_path: Path, speed: float, low: float, high: float
 ) -> None:
-    hand_made(tmp_path, "a.jsonl", "slow", answer("one two three", every_ms=80))  # the last at 640 ms
+    # Nine chunks, 80 ms apart: the last at 640 ms.
+    hand_made(tmp_path, "a.jsonl", "slow", answer("one two three", every_ms=80))
     with replay_app(tmp_path, speed=speed) as target:
         started = time.monotonic()
         result = post_stream(target, chat_body(new_chat(), user_message("slow", "u")))
