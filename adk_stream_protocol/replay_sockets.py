@@ -16,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from abc import ABC, abstractmethod
+from collections.abc import Coroutine
 from contextlib import suppress
 from typing import Any
 
@@ -43,7 +45,7 @@ logger = logging.getLogger(__name__)
 CLOSE_BAD_FRAME = 4400
 
 
-class _ReplaySocket:
+class _ReplaySocket(ABC):
     """What both protocols share: reading frames under the limits, sending under a lock."""
 
     def __init__(
@@ -73,12 +75,12 @@ class _ReplaySocket:
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
+    @abstractmethod
     async def on_frame(self, text: str) -> bool:
         """Handle one frame; False when the socket was closed for it."""
-        raise NotImplementedError
 
-    def spawn(self, play: Any) -> asyncio.Task[None]:
-        task: asyncio.Task[None] = asyncio.create_task(play)
+    def spawn(self, play: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = asyncio.create_task(play)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task

@@ -22,7 +22,14 @@ from tests.recordings import (
     record_demo_conversations,
     wait_for_files,
 )
-from tests.support import chat_body, in_process_app, post_stream, user_message
+from tests.support import (
+    answer_approvals,
+    assistant_message,
+    chat_body,
+    in_process_app,
+    post_stream,
+    user_message,
+)
 
 NAME = re.compile(r"^\d{8}T\d{12}Z_(?P<chat>[A-Za-z0-9_.-]+)_[0-9a-f]{6}\.jsonl$")
 
@@ -143,3 +150,30 @@ def test_the_setting_comes_from_the_environment(
     assert Settings().record_dir == tmp_path / "rec"
     monkeypatch.setenv("ADK_STREAM_RECORD_DIR", "")
     assert Settings().record_dir is None
+
+
+def test_what_a_continuation_holds_back_is_recorded_where_it_is_delivered(
+    tmp_path: Path,
+) -> None:
+    directory = tmp_path / "recordings"
+    chat_id = new_chat()
+    asked = user_message("Pay Alice 10, then pay Bob 20", "u1")
+    with in_process_app(tmp_path, record_dir=directory) as app:
+        first = post_stream(app, chat_body(chat_id, asked))
+        message = answer_approvals(assistant_message(first), True)
+        middle = post_stream(app, chat_body(chat_id, asked, message, messageId=message["id"]))
+        # Alice's part is still approval-responded (her result is held back): both answered.
+        message = answer_approvals(assistant_message(first, middle), True, True)
+        final = post_stream(app, chat_body(chat_id, asked, message, messageId=message["id"]))
+        files = wait_for_files(directory, 3)
+    recorded = [[line["chunk"] for line in read_lines(path)[1:-1]] for path in files]
+    assert recorded == [first.chunks, middle.chunks, final.chunks]
+    # The converter made Alice's result in the middle response; the client got it only in
+    # the final one, and so did the recording.
+    assert [c["type"] for c in recorded[1]] == [
+        "start", "start-step", "tool-input-start", "tool-input-available",
+        "tool-approval-request", "finish-step", "finish",
+    ]  # fmt: skip
+    (alice,) = first.of_type("tool-approval-request")
+    outputs = [c["toolCallId"] for c in recorded[2] if c["type"] == "tool-output-available"]
+    assert outputs[0] == alice["toolCallId"]
