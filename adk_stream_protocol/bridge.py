@@ -24,6 +24,7 @@ from adk_stream_protocol.approvals import LiveApprovalPlugin
 from adk_stream_protocol.coordination import Coordination
 from adk_stream_protocol.limits import ResponseSlots
 from adk_stream_protocol.metrics import Metrics
+from adk_stream_protocol.recording import Recorder
 from adk_stream_protocol.sessions import ChatSessions, create_session_service
 from adk_stream_protocol.settings import Settings
 from adk_stream_protocol.steering import SteeringPlugin
@@ -73,6 +74,7 @@ class Bridge:
         )
         self.sessions = ChatSessions(service, app.name)
         self.response_slots = ResponseSlots(settings.max_concurrent_responses)
+        self.recorder = Recorder(settings.record_dir)
         self._tasks: set[asyncio.Task[Any]] = set()
 
     def live_run_config(self) -> RunConfig:
@@ -101,6 +103,7 @@ class Bridge:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.recorder.close()
         await self.runner.close()
         await self.live_runner.close()
 

@@ -44,6 +44,10 @@ FinishReason: TypeAlias = Literal[
 # accepts; 7 allows what ai 7 adds.
 AiSdkVersion: TypeAlias = Literal[6, 7]
 
+# What carries a response's chunks to its client: POST /stream, an ai 7 socket (/live), or our
+# envelope protocol (/live?chatId=). Spans, metrics and recordings name it.
+Transport: TypeAlias = Literal["stream", "ai7-socket", "live"]
+
 # A value the client types as `unknown` (tool input and output, data, message metadata): any
 # JSON value. Not validated item by item: pydantic's JsonValue calls Python for every nested
 # value (86 µs for a 50-row tool result, against about 1 µs unchecked; docs/adr/0018), and the

@@ -263,7 +263,11 @@ class LiveConnection:
         self._last_user_message_id = last.id
         turn = self._turn = self._new_turn_state()
         await turn.open_response(
-            new_message_id(), self._sink, await self._open_log(), on_end=self._release_slot
+            new_message_id(),
+            self._sink,
+            await self._open_log(),
+            on_end=self._release_slot,
+            recording=self._bridge.recorder.open("live", request),
         )
         if failure is not None:  # the run failed before this message: its response says so
             await self._on_run_failure(failure)
@@ -285,6 +289,7 @@ class LiveConnection:
             on_end=self._release_slot,
             continuation=True,
             denied=answers.denied,
+            recording=self._bridge.recorder.open("live", request),
         )
         await turn.apply_answers(answers)
 

@@ -24,7 +24,7 @@ from adk_stream_protocol.coordination import ChatKey, PendingCalls, ResponseLog,
 from adk_stream_protocol.deferral import Deferral
 from adk_stream_protocol.live_runs import LiveRun
 from adk_stream_protocol.planner import Answers, check_complete, collect_answers, take_steering
-from adk_stream_protocol.response import ChunkSink, Response
+from adk_stream_protocol.response import ChunkSink, DeliveryRecord, Response
 from adk_stream_protocol.settings import Settings
 from adk_stream_protocol.telemetry import ResponseObserver
 from adk_stream_protocol.tool_calls import TurnCalls
@@ -47,8 +47,11 @@ class LiveResponse(Response):
         deferral: Deferral | None,
         on_end: Callable[[], None],
         observer: ResponseObserver | None = None,
+        recording: DeliveryRecord | None = None,
     ) -> None:
-        super().__init__(converter, sink, log, deferral=deferral, observer=observer)
+        super().__init__(
+            converter, sink, log, deferral=deferral, observer=observer, recording=recording
+        )
         self.calls = TurnCalls()  # the calls this response made, and their results
         self.announced: set[str] = set()  # approval ids whose requests it sent
         self.on_end = on_end  # gives back the process's response slot
@@ -91,6 +94,7 @@ class LiveTurn:
         on_end: Callable[[], None],
         continuation: bool = False,
         denied: set[str] | None = None,
+        recording: DeliveryRecord | None = None,
     ) -> LiveResponse:
         converter = StreamProtocolConverter(
             message_id=message_id,
@@ -107,6 +111,7 @@ class LiveTurn:
             deferral=Deferral(self._held) if defer else None,
             on_end=on_end,
             observer=self._run.observe_response(continuation=continuation),
+            recording=recording,
         )
         self.response = response
         await response.start()

@@ -26,7 +26,7 @@ from google.adk.agents.run_config import RunConfig, StreamingMode
 from google.adk.events import Event
 
 from adk_stream_protocol.bridge import Bridge
-from adk_stream_protocol.chunks import AiSdkVersion
+from adk_stream_protocol.chunks import AiSdkVersion, Transport
 from adk_stream_protocol.converter import StreamProtocolConverter
 from adk_stream_protocol.coordination import ChatKey, ChatLease, StopSubscription
 from adk_stream_protocol.deferral import Deferral
@@ -38,8 +38,7 @@ from adk_stream_protocol.history import (
     USER_MESSAGE_ID_KEY,
 )
 from adk_stream_protocol.planner import TurnPlan, plan_turn
-from adk_stream_protocol.response import ChunkSink, Response
-from adk_stream_protocol.telemetry import Transport
+from adk_stream_protocol.response import ChunkSink, DeliveryRecord, Response
 from adk_stream_protocol.ui_messages import ChatRequest
 
 logger = logging.getLogger(__name__)
@@ -59,6 +58,7 @@ async def begin_request_turn(
     ``RequestError`` before anything is sent; ``on_end`` is called once the run has ended."""
     settings = bridge.settings
     chat: ChatKey = (user_id, request.id)
+    recording = bridge.recorder.open(transport, request, ai_sdk=ai_sdk)
     try:
         lease = await bridge.coordination.leases.acquire(chat, settings.chat_busy_timeout_seconds)
     except TimeoutError:
@@ -82,6 +82,7 @@ async def begin_request_turn(
         ai_sdk=ai_sdk,
         decisions=_decisions(request) if plan.continuation else [],
         transport=transport,
+        recording=recording,
     )
     turn.begin()
     return turn
@@ -151,8 +152,10 @@ class RequestTurn:
         ai_sdk: AiSdkVersion = 6,
         decisions: list[tuple[str, bool, str | None]] | None = None,
         transport: Transport = "stream",
+        recording: DeliveryRecord | None = None,
     ) -> None:
         self._bridge = bridge
+        self._recording = recording
         self._ai_sdk = ai_sdk
         self._decisions = decisions or []
         self._chat = chat
@@ -204,6 +207,7 @@ class RequestTurn:
                 log,
                 deferral=Deferral() if plan.defer else None,
                 observer=self._observer,
+                recording=self._recording,
             )
             await response.start()
             try:

@@ -36,6 +36,15 @@ class ChunkSink(Protocol):
         """The response ended (its ``[DONE]`` was sent)."""
 
 
+class DeliveryRecord(Protocol):
+    """Sees the chunks a response delivers, then its end (a recording: docs/adr/0026).
+    Called on the event loop: it must neither block nor raise."""
+
+    def delivered(self, chunks: Sequence[BaseChunk]) -> None: ...
+
+    def ended(self) -> None: ...
+
+
 class Response:
     """A response's converter, its deferral (if it holds back) and its delivery.
 
@@ -51,9 +60,11 @@ class Response:
         *,
         deferral: Deferral | None = None,
         observer: ResponseObserver | None = None,
+        recording: DeliveryRecord | None = None,
     ) -> None:
         self.converter = converter
         self.observer = observer or ResponseObserver.inert()  # its span and metrics
+        self._recording = recording
         self._sink = sink
         self._log = log
         self._deferral = deferral
@@ -134,10 +145,14 @@ class Response:
             finally:
                 self.observer.end()
                 self.done.set()
+                if self._recording is not None:
+                    self._recording.ended()
         return held
 
     async def _deliver(self, chunks: Sequence[BaseChunk]) -> None:
         if chunks:
+            if self._recording is not None:
+                self._recording.delivered(chunks)
             await self._send([encode_event(chunk) for chunk in chunks])
 
     async def _send(self, events: list[bytes]) -> None:

@@ -98,8 +98,11 @@ class Settings(BaseSettings):
     api_docs: bool = False
     # How long a request waits for an earlier request on the same chat to finish.
     chat_busy_timeout_seconds: float = 5.0
+    # Write each response, its request and its chunks to a JSONL file in this directory, for
+    # `adk-stream-protocol replay DIR` (docs/adr/0026). The files hold what users typed.
+    record_dir: Path | None = None
 
-    @field_validator("redis_url", mode="before")
+    @field_validator("redis_url", "record_dir", mode="before")
     @classmethod
     def _empty_is_unset(cls, value: object) -> object:
         return None if value == "" else value  # `ADK_STREAM_REDIS_URL=` turns Redis off

@@ -32,12 +32,12 @@ from adk_stream_protocol.chunks import (
     BaseChunk,
     FinishChunk,
     ToolApprovalRequestChunk,
+    Transport,
 )
 from adk_stream_protocol.metrics import Metrics
 
 logger = logging.getLogger(__name__)
 
-Transport = Literal["stream", "ai7-socket", "live"]
 # What became of an approval (``coordination.Outcome`` on /live).
 ApprovalOutcome = Literal["approved", "denied", "timeout", "cancelled"]
 

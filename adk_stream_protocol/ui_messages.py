@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, Tag, ValidationError
 from pydantic.alias_generators import to_camel
 
 from adk_stream_protocol.chunks import UnknownJson
@@ -263,6 +263,15 @@ class ChatRequest(UIModel):
     trigger: Literal["submit-message", "regenerate-message"] = "submit-message"
     message_id: str | None = None
     ai_sdk: Literal[6, 7] = 6
+    # The JSON as it arrived (unknown keys kept), for a recording (docs/adr/0026).
+    _payload: Any = PrivateAttr(default=None)
+
+    @property
+    def payload(self) -> Any:
+        """The request as the client sent it; without one, as parsed."""
+        if self._payload is not None:
+            return self._payload
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
     @property
     def last_message(self) -> UIMessage:
@@ -281,6 +290,7 @@ def parse_chat_request(payload: Any, limits: RequestLimits) -> ChatRequest:
     except ValidationError as exc:
         raise RequestError(422, readable_validation_error(exc)) from None
     check_limits(request, limits)
+    request._payload = payload
     return request
 
 
