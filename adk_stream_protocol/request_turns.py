@@ -187,12 +187,19 @@ class RequestTurn:
             ai_sdk=self._ai_sdk,
         )
         lease_watch = self._bridge.spawn(self._abort_when_lease_lost(), name="lease-watch")
+        response: Response | None = None
         try:
             log = await self._bridge.coordination.chunk_logs.open(self._chat, self._lease)
             response = Response(
-                converter, self._sink, log, deferral=Deferral() if plan.defer else None
+                converter,
+                self._sink,
+                log,
+                deferral=Deferral() if plan.defer else None,
+                files=self._bridge.chat_artifacts(*self._chat),
             )
             await response.start()
+            # The chat's tools send their data parts here while the run lasts (ADR 0025).
+            self._bridge.tool_ui.open_route(self._chat, response.tool_data)
             try:
                 await response.emit(converter.approval_responses(self._decisions))
                 await response.emit(converter.replay(plan.replay))
@@ -208,6 +215,8 @@ class RequestTurn:
             else:
                 await response.finish()
         finally:
+            if response is not None:
+                self._bridge.tool_ui.close_route(self._chat, response.tool_data)
             lease_watch.cancel()
             await self._sink.close()  # a no-op once the response ended
             await self._stop.close()

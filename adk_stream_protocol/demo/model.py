@@ -52,7 +52,9 @@ class OfflineDemoLlm(BaseLlm):
             return
 
         parts = answer_parts(reply.thought, reply.text, reply.calls)
-        async for response in model_responses(parts, llm_request, stream, model_version=self.model):
+        async for response in model_responses(
+            parts, llm_request, stream, model_version=self.model, grounding=reply.grounding
+        ):
             yield response
 
     @override
@@ -67,7 +69,12 @@ class OfflineDemoLlm(BaseLlm):
 
 
 async def model_responses(
-    parts: list[types.Part], llm_request: LlmRequest, stream: bool, *, model_version: str
+    parts: list[types.Part],
+    llm_request: LlmRequest,
+    stream: bool,
+    *,
+    model_version: str,
+    grounding: types.GroundingMetadata | None = None,
 ) -> AsyncGenerator[LlmResponse, None]:
     """One model answer as Gemini streams it under ``StreamingMode.SSE``: its text and thoughts
     in small partials (when ``stream``), then the aggregate with every part, the finish reason
@@ -94,6 +101,7 @@ async def model_responses(
         finish_reason=types.FinishReason.STOP,
         usage_metadata=token_usage(llm_request.contents, parts),
         model_version=model_version,
+        grounding_metadata=grounding,
     )
 
 
