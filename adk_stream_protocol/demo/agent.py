@@ -1,4 +1,4 @@
-"""The demo agent: four tools, usable with the offline model or with Gemini."""
+"""The demo agent: five tools, usable with the offline model or with Gemini."""
 
 from __future__ import annotations
 
