@@ -19,6 +19,7 @@ from fastapi.middleware.trustedhost import TrustedHostMiddleware
 from fastapi.staticfiles import StaticFiles
 
 from adk_stream_protocol.agents import AgentLike, serve_agents
+from adk_stream_protocol.artifacts import router as artifacts_router
 from adk_stream_protocol.backends import check_extras, open_coordination
 from adk_stream_protocol.bridge import Bridge, bridge_of
 from adk_stream_protocol.identity import current_user
@@ -88,6 +89,7 @@ def create_app(
         app.dependency_overrides[current_user] = identity
     app.include_router(stream_router)
     app.include_router(live_router)
+    app.include_router(artifacts_router)
 
     @app.get("/health")
     async def health() -> dict[str, str]:

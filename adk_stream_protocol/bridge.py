@@ -21,6 +21,7 @@ from starlette.datastructures import State
 
 from adk_stream_protocol.agents import AgentLike
 from adk_stream_protocol.approvals import LiveApprovalPlugin
+from adk_stream_protocol.artifact_files import ChatArtifacts, create_artifact_service
 from adk_stream_protocol.coordination import Coordination
 from adk_stream_protocol.limits import ResponseSlots
 from adk_stream_protocol.metrics import Metrics
@@ -29,6 +30,7 @@ from adk_stream_protocol.sessions import ChatSessions, create_session_service
 from adk_stream_protocol.settings import Settings
 from adk_stream_protocol.steering import SteeringPlugin
 from adk_stream_protocol.telemetry import Telemetry
+from adk_stream_protocol.tool_ui import ToolUiPlugin
 
 logger = logging.getLogger(__name__)
 
@@ -53,10 +55,15 @@ class Bridge:
         self.coordination = coordination
         self.telemetry = Telemetry(Metrics() if settings.metrics else None)
         service = create_session_service(settings.session_store)
+        self.artifact_service = create_artifact_service(settings.artifact_store)
+        # Tools send data parts to the response of their chat (docs/adr/0025).
+        self.tool_ui = ToolUiPlugin()
         app = agent if isinstance(agent, App) else App(name=settings.app_name, root_agent=agent)
         # Steering messages of a resumed turn reach the model (docs/adr/0022).
-        steered = app.model_copy(update={"plugins": [*app.plugins, SteeringPlugin()]})
-        self.runner = Runner(app=steered, session_service=service)
+        steered = app.model_copy(update={"plugins": [*app.plugins, SteeringPlugin(), self.tool_ui]})
+        self.runner = Runner(
+            app=steered, session_service=service, artifact_service=self.artifact_service
+        )
         # /live gates tools itself (ADK live cannot confirm): the same app plus our plugin.
         live_app = (
             live_agent
@@ -69,13 +76,23 @@ class Bridge:
             on_outcome=lambda outcome: self.telemetry.approval_outcome("live", outcome),
         )
         self.live_runner = Runner(
-            app=live_app.model_copy(update={"plugins": [*live_app.plugins, gate]}),
+            app=live_app.model_copy(update={"plugins": [*live_app.plugins, gate, self.tool_ui]}),
             session_service=service,
+            artifact_service=self.artifact_service,
         )
         self.sessions = ChatSessions(service, app.name)
         self.response_slots = ResponseSlots(settings.max_concurrent_responses)
         self.recorder = Recorder(settings.record_dir)
         self._tasks: set[asyncio.Task[Any]] = set()
+
+    def chat_artifacts(self, user_id: str, chat_id: str) -> ChatArtifacts:
+        return ChatArtifacts(
+            self.artifact_service,
+            app_name=self.sessions.app_name,
+            user_id=user_id,
+            chat_id=chat_id,
+            inline_max_bytes=self.settings.artifact_inline_max_bytes,
+        )
 
     def live_run_config(self) -> RunConfig:
         if self.settings.live_modality == "AUDIO":

@@ -14,8 +14,9 @@ its other parts (function calls, files) are used. When nothing was streamed, the
 event's text is emitted whole. This needs no event-id matching, so it also holds in live mode,
 where every partial has a fresh id.
 
-What ai 7 adds (citations on ``text-end``, ``tool-approval-response``, the finish reason
-``interrupted``) is sent only when the response's client is known to be ai 7 (``ai_sdk=7``,
+Gemini's grounding becomes source parts for every client (``sources.py``). What ai 7 adds
+(citations on ``text-end``, ``tool-approval-response``, the finish reason ``interrupted``) is
+sent only when the response's client is known to be ai 7 (``ai_sdk=7``,
 docs/adr/0023); otherwise every chunk is one the strict ai 6.0.25 client accepts.
 """
 
@@ -72,6 +73,7 @@ from adk_stream_protocol.event_values import (
     pcm_rate,
     tool_error_text,
 )
+from adk_stream_protocol.sources import ResponseSources
 from adk_stream_protocol.tool_calls import CONFIRMATION_TOOL
 
 logger = logging.getLogger(__name__)
@@ -111,6 +113,7 @@ class StreamProtocolConverter:
         self._text_id: str | None = None
         self._text = ""  # the open text block's text, for its citations (ai 7)
         self._grounding: types.GroundingMetadata | None = None  # seen while it was open
+        self._sources = ResponseSources()
         self._reasoning_id: str | None = None
         # Text or thoughts streamed since the last non-partial model event: that event
         # repeats them, so its text parts are skipped.
@@ -164,6 +167,11 @@ class StreamProtocolConverter:
                 self._convert_model_content(event, content.parts, out)
             else:
                 self._convert_tool_results(event, content.parts, out)
+        if event.grounding_metadata is not None and (
+            sources := self._sources.new_in(event.grounding_metadata)
+        ):
+            self._ensure_step(out)
+            out.extend(sources)  # every client; after the text they ground
         if not event.partial:
             self._record_final(event)
         if event.error_code:

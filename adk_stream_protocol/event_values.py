@@ -102,6 +102,10 @@ def _citation_source(chunk: types.GroundingChunk) -> CitationSource | None:
     place = chunk.web or chunk.retrieved_context
     if place is None or not place.uri:
         return None
-    # Stable per URI, so the same source keeps its id across the parts of a message.
-    source_id = "src_" + hashlib.sha256(place.uri.encode()).hexdigest()[:12]
-    return CitationSource(id=source_id, url=place.uri, title=place.title or None)
+    return CitationSource(id=source_id(place.uri), url=place.uri, title=place.title or None)
+
+
+def source_id(key: str) -> str:
+    """Stable per URI (or document name), so a source keeps its id across the parts and the
+    responses of a chat, in citations and in source parts alike."""
+    return "src_" + hashlib.sha256(key.encode()).hexdigest()[:12]

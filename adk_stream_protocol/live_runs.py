@@ -18,7 +18,9 @@ from google.adk.events import Event
 from google.genai import types
 
 from adk_stream_protocol.bridge import Bridge
+from adk_stream_protocol.chunks import DataChunk
 from adk_stream_protocol.telemetry import LiveRunTrace, ResponseObserver
+from adk_stream_protocol.tool_ui import DataRoute
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +45,10 @@ class LiveRun:
         self._chat_id = chat_id
         self._on_event = on_event
         self._on_failure = on_failure
+        # What the run's tools send the page goes to the turn that opened the last response
+        # (docs/adr/0025); the artifacts they save are read from here.
+        self._data_to: DataRoute | None = None
+        self.artifacts = bridge.chat_artifacts(user_id, chat_id)
         self.queue = LiveRequestQueue()
         self._task: asyncio.Task[None] | None = None
         # Set between the live model's turns (after turn_complete), clear inside one.
@@ -101,6 +107,13 @@ class LiveRun:
         self._model_idle.clear()  # the model's turn has begun; it ends with turn_complete
         self.queue.send_content(content)
 
+    def send_data_to(self, route: DataRoute) -> None:
+        self._data_to = route
+
+    async def _route_data(self, chunk: DataChunk, call_id: str | None) -> None:
+        if self._data_to is not None:
+            await self._data_to(chunk, call_id)
+
     def discard_rest_of_model_turn(self) -> None:
         """Drop what the model still sends of its current turn (if it is in one): a voice
         turn stopped before any audio has no turn_complete to wait for."""
@@ -135,6 +148,8 @@ class LiveRun:
                 self._trace.end()
 
     async def _run(self) -> None:
+        chat = (self._user_id, self._chat_id)
+        self._bridge.tool_ui.open_route(chat, self._route_data)
         try:
             async for event in self._bridge.live_runner.run_live(
                 user_id=self._user_id,
@@ -150,6 +165,8 @@ class LiveRun:
                 self._early_failure = exc  # reported by the first input (see ``use``)
                 return
             await self._on_failure(exc)
+        finally:
+            self._bridge.tool_ui.close_route(chat, self._route_data)
 
     async def _dispatch(self, event: Event) -> None:
         if event.turn_complete:

@@ -18,7 +18,8 @@ from typing import Any
 from google.adk.events import Event
 from google.genai import types
 
-from adk_stream_protocol.chunks import BaseChunk, FinishReason
+from adk_stream_protocol.artifact_files import ChatArtifacts
+from adk_stream_protocol.chunks import BaseChunk, DataChunk, FinishReason
 from adk_stream_protocol.converter import StreamProtocolConverter
 from adk_stream_protocol.coordination import ChatKey, PendingCalls, ResponseLog, WaitingCall
 from adk_stream_protocol.deferral import Deferral
@@ -48,9 +49,16 @@ class LiveResponse(Response):
         on_end: Callable[[], None],
         observer: ResponseObserver | None = None,
         recording: DeliveryRecord | None = None,
+        files: ChatArtifacts | None = None,
     ) -> None:
         super().__init__(
-            converter, sink, log, deferral=deferral, observer=observer, recording=recording
+            converter,
+            sink,
+            log,
+            deferral=deferral,
+            observer=observer,
+            recording=recording,
+            files=files,
         )
         self.calls = TurnCalls()  # the calls this response made, and their results
         self.announced: set[str] = set()  # approval ids whose requests it sent
@@ -112,8 +120,10 @@ class LiveTurn:
             on_end=on_end,
             observer=self._run.observe_response(continuation=continuation),
             recording=recording,
+            files=self._run.artifacts,
         )
         self.response = response
+        self._run.send_data_to(self.tool_data)
         await response.start()
         return response
 
@@ -171,6 +181,15 @@ class LiveTurn:
             await self.end_response(reason="other")
         else:
             await self.end_if_paused()
+
+    async def tool_data(self, chunk: DataChunk, call_id: str | None) -> None:
+        """A data part from a tool of this turn, into its open response (docs/adr/0025). A
+        tool of an abandoned turn still running has no part in this message: dropped."""
+        response = self.response
+        if response is not None and (call_id is None or call_id in self.calls.calls):
+            await response.tool_data(chunk, call_id)
+        else:
+            logger.debug("tool data of another turn dropped chat=%s", self._chat[1])
 
     async def interrupt(self) -> None:
         if self.response is None:

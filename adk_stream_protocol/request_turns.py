@@ -199,6 +199,7 @@ class RequestTurn:
             ai_sdk=self._ai_sdk,
         )
         lease_watch = self._bridge.spawn(self._abort_when_lease_lost(), name="lease-watch")
+        response: Response | None = None
         try:
             log = await self._bridge.coordination.chunk_logs.open(self._chat, self._lease)
             response = Response(
@@ -208,8 +209,11 @@ class RequestTurn:
                 deferral=Deferral() if plan.defer else None,
                 observer=self._observer,
                 recording=self._recording,
+                files=self._bridge.chat_artifacts(*self._chat),
             )
             await response.start()
+            # The chat's tools send their data parts here while the run lasts (ADR 0025).
+            self._bridge.tool_ui.open_route(self._chat, response.tool_data)
             try:
                 await response.approval_responses(self._decisions)
                 await response.emit(converter.replay(plan.replay))
@@ -225,6 +229,8 @@ class RequestTurn:
             else:
                 await response.finish()
         finally:
+            if response is not None:
+                self._bridge.tool_ui.close_route(self._chat, response.tool_data)
             lease_watch.cancel()
             self._observer.end()  # a no-op once the response ended
             await self._sink.close()  # a no-op once the response ended

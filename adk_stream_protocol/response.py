@@ -15,7 +15,8 @@ from typing import Any, Protocol
 
 from google.adk.events import Event
 
-from adk_stream_protocol.chunks import BaseChunk, FinishReason
+from adk_stream_protocol.artifact_files import ChatArtifacts
+from adk_stream_protocol.chunks import BaseChunk, DataChunk, FinishReason
 from adk_stream_protocol.converter import StreamProtocolConverter
 from adk_stream_protocol.coordination import ResponseLog
 from adk_stream_protocol.deferral import Deferral
@@ -61,6 +62,7 @@ class Response:
         deferral: Deferral | None = None,
         observer: ResponseObserver | None = None,
         recording: DeliveryRecord | None = None,
+        files: ChatArtifacts | None = None,
     ) -> None:
         self.converter = converter
         self.observer = observer or ResponseObserver.inert()  # its span and metrics
@@ -68,6 +70,7 @@ class Response:
         self._sink = sink
         self._log = log
         self._deferral = deferral
+        self._files = files  # the chat's saved artifacts, sent as file parts
         self.ended = False
         self.done = asyncio.Event()  # set once its [DONE] is out (or it failed to go out)
 
@@ -83,12 +86,14 @@ class Response:
         # Sent at once even when deferring: the client sees the response begin.
         await self._deliver(self.converter.start())
 
-    async def emit(self, chunks: Sequence[BaseChunk]) -> None:
+    async def emit(self, chunks: Sequence[BaseChunk], *, keep: bool = False) -> None:
+        """Send (or collect, when deferring) chunks; ``keep``: never held for a later
+        response, even when this one pauses (docs/adr/0025)."""
         if not chunks or self.ended:
             return
         self.observer.chunks(chunks)
         if self._deferral is not None:
-            self._deferral.collect(chunks)
+            self._deferral.collect(chunks, keep=keep)
         else:
             await self._deliver(chunks)
 
@@ -100,11 +105,22 @@ class Response:
         await self.emit(chunks)
         if chunks:
             self.observer.answered(delivered=self._deferral is None)
+        if self._files is not None and not self.ended:
+            # After the event's tool results: a tool's file follows its output.
+            await self.emit(await self._files.files_of(event), keep=True)
 
     async def approval_responses(self, decisions: Sequence[tuple[str, bool, str | None]]) -> None:
         for _, approved, _ in decisions:
             self.observer.approval_decided(approved)
         await self.emit(self.converter.approval_responses(decisions))
+
+    async def tool_data(self, chunk: DataChunk, call_id: str | None = None) -> None:
+        """A data part a tool sent while it runs (``tool_ui.send_data``). A transient one
+        goes out at once even when deferring: it is live progress, kept in no message."""
+        if chunk.transient and not self.ended:
+            await self._deliver([chunk])
+        else:
+            await self.emit([chunk], keep=True)
 
     async def approval_request(self, approval_id: str, call_id: str) -> None:
         await self.emit(self.converter.approval_request(approval_id, call_id))

@@ -22,6 +22,13 @@ class Settings(BaseSettings):
     # `{app}` stands for the app's name: by default each app has a file of its own
     # (docs/adr/0024-store-per-app.md; sessions.store_url).
     session_store: str = DEFAULT_SESSION_STORE
+    # Where artifacts that tools save live (docs/adr/0025): `memory://` (this process only),
+    # `file://DIR` (a directory; several instances need it on a shared filesystem), or
+    # `gs://BUCKET` (Google Cloud Storage; needs `google-cloud-storage`).
+    artifact_store: str = "memory://"
+    # A saved artifact up to this many bytes reaches the page as a `data:` URL; a larger one
+    # as the URL of `GET /artifacts/{chatId}/{filename}`.
+    artifact_inline_max_bytes: int = Field(default=256 * 1024, ge=0)
     # -- Several processes or instances as one server (docs/deployment.md, docs/adr/0021).
     # `redis://host:6379/0` moves chat leases, waiting tool calls, stop signals and the chunk
     # logs of active responses to Redis (the `redis` extra). Unset: all in this process.

@@ -1,4 +1,4 @@
-"""Offline demo agent: a scripted model and four tools (two run in the browser)."""
+"""Offline demo agent: a scripted model and five tools (two run in the browser)."""
 
 from .agent import build_demo_agent
 from .model import OfflineDemoLlm, register_offline_model

@@ -1,4 +1,4 @@
-"""The demo agent: four tools, usable with the offline model or with Gemini."""
+"""The demo agent: five tools, usable with the offline model or with Gemini."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ You are the assistant of a demo app. Use the tools instead of guessing:
 - get_location: the user's current position; it runs in the browser after the
   user approves it.
 - change_bgm: switch the background music to track 1 or 2; it runs in the browser.
+- draw_chart: a bar chart of the demo cities' temperatures, shown in the chat.
 When the user asks for several payments, call process_payment for each of them.
 After a tool answers, reply briefly in the user's language using its result,
 including errors and rejected calls.

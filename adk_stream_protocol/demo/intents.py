@@ -22,6 +22,9 @@ _RE_WEATHER = re.compile(r"weather|天気|気温", re.I)
 _RE_LOCATION = re.compile(r"where am i|\blocation\b|現在地|居場所|位置情報|どこにいる", re.I)
 # No \b around "bgm": in "BGMを2に" the Japanese letter is a word character too.
 _RE_MUSIC = re.compile(r"\bmusic|bgm|音楽", re.I)
+# Tools that reach the page (docs/adr/0025): a chart saved as an artifact, sources.
+_RE_CHART = re.compile(r"\bchart\b|グラフ", re.I)
+_RE_SOURCES = re.compile(r"\bsources?\b|\bcite\b|出典", re.I)
 _RE_TRACK = re.compile(r"(?:track|#|no\.?|曲)\s*+(\d++)|(\d++)", re.I)
 
 
@@ -49,4 +52,8 @@ def parse_intent(text: str) -> Intent:
         digits = next(g for g in match.groups() if g) if match else ""
         track = int(digits) if 0 < len(digits) <= MAX_NUMBER_DIGITS else 1
         return Intent("music", text, ((PlannedCall("change_bgm", {"track": track}),),), think)
+    if _RE_CHART.search(text):
+        return Intent("chart", text, ((PlannedCall("draw_chart"),),), think)
+    if _RE_SOURCES.search(text):
+        return Intent("sources", text, think=think)
     return Intent("chat", text, think=think)

@@ -327,6 +327,8 @@ class OfflineLiveConnection(BaseLlmConnection):
                 else:
                     await self._stream_text(turn, reply.text, thought=False)
                 said.append(types.Part(text=reply.text))
+            if reply.grounding is not None:  # Gemini Live sends it after the text
+                self._put(grounding_metadata=reply.grounding)
             calls = [self._new_call(c.name, c.args) for c in reply.calls]
             call_parts = [types.Part(function_call=c) for c in calls]
             generated.extend([*said, *call_parts])

@@ -64,7 +64,9 @@ class OfflineDemoLlm(BaseLlm):
         if len(calls) < len(reply.calls) and not calls and not text:
             text = MISSING_TOOLS_TEXT.format(tools=", ".join(map(call_text, reply.calls)))
         parts = answer_parts(reply.thought, text, calls)
-        async for response in model_responses(parts, llm_request, stream, model_version=self.model):
+        async for response in model_responses(
+            parts, llm_request, stream, model_version=self.model, grounding=reply.grounding
+        ):
             yield response
 
     @override
@@ -79,7 +81,12 @@ class OfflineDemoLlm(BaseLlm):
 
 
 async def model_responses(
-    parts: list[types.Part], llm_request: LlmRequest, stream: bool, *, model_version: str
+    parts: list[types.Part],
+    llm_request: LlmRequest,
+    stream: bool,
+    *,
+    model_version: str,
+    grounding: types.GroundingMetadata | None = None,
 ) -> AsyncGenerator[LlmResponse, None]:
     """One model answer as Gemini streams it under ``StreamingMode.SSE``: its text and thoughts
     in small partials (when ``stream``), then the aggregate with every part, the finish reason
@@ -106,6 +113,7 @@ async def model_responses(
         finish_reason=types.FinishReason.STOP,
         usage_metadata=token_usage(llm_request.contents, parts),
         model_version=model_version,
+        grounding_metadata=grounding,
     )
 
 

@@ -6,7 +6,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 IntentKind = Literal[
-    "fail", "payment", "payment_help", "weather", "location", "music", "recall", "chat"
+    "fail",
+    "payment",
+    "payment_help",
+    "weather",
+    "location",
+    "music",
+    "recall",
+    "chart",
+    "sources",
+    "chat",
 ]
 
 

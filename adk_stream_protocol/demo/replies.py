@@ -23,6 +23,7 @@ from .bounds import MAX_PAYMENTS_PER_MESSAGE, OFF_LOOP_CHARS
 from .history import calls_of, latest_user_message_index, pair_results, text_of
 from .intents import parse_intent
 from .plans import PlannedCall
+from .reports import GROUNDED_ANSWER, GROUNDING
 from .wording import HINT, attachments_note, bounded, describe, describe_next, quote, thought_for
 
 logger = logging.getLogger(__name__)
@@ -41,6 +42,8 @@ class Reply:
     text: str | None = None
     calls: tuple[PlannedCall, ...] = ()
     error: bool = False
+    # Sent with the text, as Gemini sends the grounding of a searched answer.
+    grounding: types.GroundingMetadata | None = None
 
 
 def decide_reply(contents: Sequence[types.Content]) -> Reply:
@@ -76,6 +79,9 @@ def decide_reply(contents: Sequence[types.Content]) -> Reply:
     elif intent.kind == "recall":
         first = next((text_of(c) for c in contents if c.role == "user" and text_of(c)), text)
         answer = f"Your first message was: {quote(first)}."
+    elif intent.kind == "sources":
+        text = GROUNDED_ANSWER
+        return Reply(thought=thought_for(intent, ()), text=text, grounding=GROUNDING)
     elif intent.kind == "payment_help":
         answer = 'Tell me who to pay and how much, for example "Pay Alice 10".'
     else:

@@ -22,6 +22,8 @@ from google.adk.tools.long_running_tool import LongRunningFunctionTool
 from google.adk.tools.tool_context import ToolContext
 from typing_extensions import override
 
+from .reports import draw_chart
+
 logger = logging.getLogger(__name__)
 
 # Session-scoped state key (no `app:`/`user:` prefix), so every chat starts
@@ -148,9 +150,10 @@ class ApprovalLongRunningFunctionTool(LongRunningFunctionTool):
 
 
 def demo_tools() -> list[BaseTool]:
-    """Builds the four demo tools (fresh instances, safe to share across agents)."""
+    """Builds the demo tools (fresh instances, safe to share across agents)."""
     return [
         FunctionTool(get_weather),
+        FunctionTool(draw_chart),
         FunctionTool(process_payment, require_confirmation=True),
         ApprovalLongRunningFunctionTool(get_location),
         LongRunningFunctionTool(change_bgm),

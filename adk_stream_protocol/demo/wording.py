@@ -80,6 +80,8 @@ def describe(result: ToolResult) -> str:
         return _describe_location(response)
     if name == "change_bgm":
         return f"Now playing BGM track {response.get('track', args.get('track'))}."
+    if name == "draw_chart":
+        return f"Here is your chart of {response.get('bars')} cities ({response.get('filename')})."
     return f"{name} returned {json.dumps(response, ensure_ascii=False, sort_keys=True)}."
 
 

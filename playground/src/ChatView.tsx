@@ -18,6 +18,14 @@ export function ChatView({ session }: { session: PlaygroundChat }) {
   const fileInput = useRef<HTMLInputElement>(null);
   const bottom = useRef<HTMLDivElement>(null);
   const busy = status === 'submitted' || status === 'streaming';
+  const [notice, setNotice] = useState<string | undefined>();
+
+  useEffect(() => {
+    session.onNotice = setNotice; // transient data parts: in no message, only here
+    return () => {
+      session.onNotice = undefined;
+    };
+  }, [session]);
 
   useEffect(() => {
     bottom.current?.scrollIntoView?.({ block: 'end' });
@@ -45,12 +53,18 @@ export function ChatView({ session }: { session: PlaygroundChat }) {
           <p className="hint" data-testid="empty-hint">
             Try: “What's the weather in Tokyo?” · “Send 50 dollars to Hanako” · “Pay Alice 10
             and Bob 20” · “Pay Alice 10, then pay Bob 20” · “Where am I?” · “Play music, track
-            2” · “Think step by step about lunch” · “fail”
+            2” · “Draw a chart” · “Tell me about Tokyo, with sources” · “Think step by step
+            about lunch” · “fail”
           </p>
         )}
         {messages.map(message => (
           <MessageView key={message.id} message={message} onRespond={addToolApprovalResponse} />
         ))}
+        {notice && (
+          <p className="notice" data-testid="notice" role="status">
+            {notice}
+          </p>
+        )}
         {error && (
           <div className="error" role="alert" data-testid="error-box">
             <span data-testid="error-message">{error.message || 'Something went wrong.'}</span>

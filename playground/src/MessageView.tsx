@@ -129,6 +129,24 @@ function PartView({ part, onRespond }: { part: Part; onRespond: Respond }) {
           {part.filename ?? part.mediaType}
         </a>
       );
+    case 'data-progress':
+      return (
+        <div className="progress" data-testid="progress-part" data-step={part.data.step}>
+          <progress max={part.data.of} value={part.data.step} /> {part.data.label}
+        </div>
+      );
+    case 'source-url':
+      return (
+        <a className="source" data-testid="source-part" href={part.url} target="_blank" rel="noreferrer">
+          {part.title ?? part.url}
+        </a>
+      );
+    case 'source-document':
+      return (
+        <span className="source" data-testid="source-part" title={part.filename}>
+          {part.title}
+        </span>
+      );
     case 'data-voice':
       return (
         <div className="voice" data-testid="voice-part">
@@ -136,7 +154,7 @@ function PartView({ part, onRespond }: { part: Part; onRespond: Respond }) {
         </div>
       );
     default:
-      return null; // step-start, sources, data-transcript (shown apart), data-pcm (never stored)
+      return null; // step-start, data-transcript (shown apart), data-pcm (never stored)
   }
 }
 

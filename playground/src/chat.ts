@@ -54,6 +54,8 @@ export interface PlaygroundChat {
   /** Stops the answer on the server too (see README: stop() alone only stops reading). */
   stop(): Promise<void>;
   pcm: PcmPlayer;
+  /** Set by the view: a tool's transient notice arrived (`onData`). */
+  onNotice?: (text: string) => void;
   dispose(): void;
 }
 
@@ -167,10 +169,11 @@ export function createPlaygroundChat(
     },
     onData: part => {
       if (part.type === 'data-pcm') pcm.enqueue(part.data);
+      if (part.type === 'data-notice') session.onNotice?.(part.data.text);
     },
   });
 
-  return {
+  const session: PlaygroundChat = {
     kind,
     endpoint,
     transportName,
@@ -195,6 +198,7 @@ export function createPlaygroundChat(
       pcm.close();
     },
   };
+  return session;
 }
 
 async function runBrowserTool(name: string, input: unknown, bgm: BgmPlayer): Promise<unknown> {

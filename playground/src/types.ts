@@ -14,6 +14,10 @@ export type DataParts = {
   transcript: { role: 'user'; text: string; final: boolean };
   /** Transient: a chunk of the answer's audio (PCM16 LE mono, base64). */
   pcm: { data: string; mediaType: string; sampleRate: number };
+  /** A tool's progress (`send_data`), one part replaced in place by its id (ADR 0025). */
+  progress: { label: string; step: number; of: number };
+  /** Transient: a tool's notice, for `onData` only. */
+  notice: { text: string };
 };
 
 export type PlaygroundMessage = UIMessage<Metadata, DataParts>;
