@@ -57,8 +57,12 @@ def create_server(
 
 def _settings_for(settings: Settings, name: str) -> Settings:
     """An agent's app: named as its folder (ADK's app name for it, unless the user set one),
-    its Redis keys apart from the other apps' (chat ids are unique only within an app)."""
-    update: dict[str, Any] = {"redis_key_prefix": f"{settings.redis_key_prefix}:{name}"}
+    its Redis keys apart from the other apps' (chat ids are unique only within an app), its
+    links under its path."""
+    update: dict[str, Any] = {
+        "redis_key_prefix": f"{settings.redis_key_prefix}:{name}",
+        "root_path": f"{settings.root_path}/apps/{name}",
+    }
     if "app_name" not in settings.model_fields_set and _NAME.match(name):
         update["app_name"] = name
     return settings.model_copy(update=update)

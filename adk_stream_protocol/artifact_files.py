@@ -40,9 +40,10 @@ def create_artifact_service(url: str) -> BaseArtifactService:
     raise ValueError(f"unknown artifact store {url!r}: use memory://, file://DIR or gs://BUCKET")
 
 
-def download_url(chat_id: str, filename: str, version: int) -> str:
+def download_url(chat_id: str, filename: str, version: int, root_path: str = "") -> str:
+    """The route's URL path, under the path the app is reached at (``settings.root_path``)."""
     path = f"{quote(chat_id, safe='')}/{quote(filename, safe='')}"
-    return f"{ARTIFACTS_PATH}/{path}?version={version}"
+    return f"{root_path}{ARTIFACTS_PATH}/{path}?version={version}"
 
 
 class ChatArtifacts:
@@ -56,12 +57,14 @@ class ChatArtifacts:
         user_id: str,
         chat_id: str,
         inline_max_bytes: int,
+        root_path: str = "",
     ) -> None:
         self._service = service
         self._app_name = app_name
         self._user_id = user_id
         self._chat_id = chat_id
         self._inline_max = inline_max_bytes
+        self._root_path = root_path
 
     async def files_of(self, event: Event) -> list[FileChunk]:
         """A ``file`` chunk for every artifact the event says was saved."""
@@ -92,4 +95,5 @@ class ChatArtifacts:
         if len(blob.data) <= self._inline_max:
             encoded = base64.b64encode(blob.data).decode("ascii")
             return FileChunk(url=f"data:{media_type};base64,{encoded}", media_type=media_type)
-        return FileChunk(url=download_url(self._chat_id, filename, version), media_type=media_type)
+        url = download_url(self._chat_id, filename, version, self._root_path)
+        return FileChunk(url=url, media_type=media_type)

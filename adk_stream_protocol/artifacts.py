@@ -25,7 +25,17 @@ logger = logging.getLogger(__name__)
 router = APIRouter()
 
 
-@router.get("/artifacts/{chat_id}/{filename:path}")
+@router.get(
+    "/artifacts/{chat_id}/{filename:path}",
+    response_model=None,
+    responses={
+        200: {"description": "The artifact's bytes, as a download"},
+        404: {
+            "description": "No such artifact for this user",
+            "content": {"application/json": {"schema": {"type": "object"}}},
+        },
+    },
+)
 async def get_artifact(
     chat_id: str,
     filename: str,

@@ -92,6 +92,7 @@ class Bridge:
             user_id=user_id,
             chat_id=chat_id,
             inline_max_bytes=self.settings.artifact_inline_max_bytes,
+            root_path=self.settings.root_path,
         )
 
     def live_run_config(self) -> RunConfig:

@@ -3,6 +3,10 @@
 ``adk-stream-protocol serve [AGENT_OR_AGENTS_DIR] [--host H] [--port P] [--reload]`` runs the
 server under uvicorn: the demo agent; a ``module:attribute`` agent; one agent's folder; or a
 folder of agents in ADK's layout, each under ``/apps/<name>/``.
+
+``adk-stream-protocol replay DIR [--speed S] [--host H] [--port P]`` serves the responses
+recorded in DIR (``ADK_STREAM_RECORD_DIR``) as a stand-in ``/stream`` and ``/live``, with no
+agent (docs/adr/0026-recording-and-replay.md).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from adk_stream_protocol.agents_folder import create_server
+from adk_stream_protocol.replay import create_replay_app
 from adk_stream_protocol.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -39,6 +44,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if args.command == "serve":
         return _serve(parser, args)
+    if args.command == "replay":
+        return _replay(parser, args)
     parser.error(f"unknown command {args.command!r}")  # argparse exits
     return 2
 
@@ -68,12 +75,35 @@ def _parser() -> argparse.ArgumentParser:
             "or a folder of such folders, each agent served at /apps/<folder name>/"
         ),
     )
-    serve.add_argument("--host", help="address to listen on (default: ADK_STREAM_HOST, 127.0.0.1)")
-    serve.add_argument("--port", type=int, help="port (default: ADK_STREAM_PORT, 8000)")
+    _listen_arguments(serve)
     serve.add_argument(
         "--reload", action="store_true", help="restart when a Python file of the agent changes"
     )
+    replay = commands.add_parser(
+        "replay",
+        help="serve recorded responses, with no agent",
+        description=(
+            "Serve the responses recorded in DIR (with ADK_STREAM_RECORD_DIR=DIR) as a "
+            "stand-in POST /stream and WS /live, and the playground page at /. A request is "
+            "answered by a recording of the same message (README: Recording and replay)."
+        ),
+    )
+    replay.add_argument("record_dir", metavar="DIR", type=Path, help="the recordings' folder")
+    replay.add_argument(
+        "--speed",
+        type=float,
+        default=1.0,
+        help="how much faster than recorded the chunks come (default 1; 0: all at once)",
+    )
+    _listen_arguments(replay)
     return parser
+
+
+def _listen_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--host", help="address to listen on (default: ADK_STREAM_HOST, 127.0.0.1)"
+    )
+    command.add_argument("--port", type=int, help="port (default: ADK_STREAM_PORT, 8000)")
 
 
 def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -103,6 +133,20 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         port=settings.port if args.port is None else args.port,
         reload=args.reload,
         reload_dirs=[str(watch)] if args.reload else None,
+    )
+    return 0
+
+
+def _replay(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    settings = Settings()
+    try:
+        app = create_replay_app(args.record_dir, settings=settings, speed=args.speed)
+    except (NotADirectoryError, FileNotFoundError, ValueError) as exc:
+        parser.error(str(exc))  # argparse exits
+    uvicorn.run(
+        app,
+        host=args.host or settings.host,
+        port=settings.port if args.port is None else args.port,
     )
     return 0
 

@@ -29,6 +29,10 @@ class Settings(BaseSettings):
     # A saved artifact up to this many bytes reaches the page as a `data:` URL; a larger one
     # as the URL of `GET /artifacts/{chatId}/{filename}`.
     artifact_inline_max_bytes: int = Field(default=256 * 1024, ge=0)
+    # The path clients reach this app under, when it is not `/`: behind a proxy that strips a
+    # prefix, or `/apps/<name>` in a folder of agents (set by it). Links the server makes (an
+    # artifact's download) start with it.
+    root_path: Annotated[str, Field(pattern=r"^(/[A-Za-z0-9._~-]+)*$")] = ""
     # -- Several processes or instances as one server (docs/deployment.md, docs/adr/0021).
     # `redis://host:6379/0` moves chat leases, waiting tool calls, stop signals and the chunk
     # logs of active responses to Redis (the `redis` extra). Unset: all in this process.

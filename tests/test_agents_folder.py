@@ -50,6 +50,11 @@ from google.adk.apps import App
 app = App(name="folder_app", root_agent=Agent(name="inner", model="offline-demo"))
 """
 BROKEN_AGENT = "raise RuntimeError('this agent does not import')\n"
+DEMO_AGENT = """
+from adk_stream_protocol.demo import build_demo_agent
+
+root_agent = build_demo_agent("offline-demo")
+"""
 
 
 def write_agent(folder: Path, name: str, source: str) -> None:
@@ -65,6 +70,7 @@ def agents_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_agent(folder, "folder_plain", PLAIN_AGENT)
     write_agent(folder, "folder_app", APP_AGENT)
     write_agent(folder, "folder_broken", BROKEN_AGENT)
+    write_agent(folder, "folder_demo", DEMO_AGENT)
     (folder / "not_an_agent").mkdir()  # no agent.py, no __init__.py: not listed
     return folder
 
@@ -80,6 +86,7 @@ def server(agents_folder: Path, stores: Path) -> Iterator[TestClient]:
         agents_dir=agents_folder,
         session_store=f"sqlite:///{stores}/{{app}}.db",
         playground_dir=PLAYGROUND_DIST,
+        artifact_inline_max_bytes=0,  # every artifact as a download link
     )
     with TestClient(create_server(settings), base_url="http://localhost") as client:
         yield client
@@ -93,7 +100,7 @@ def ask(client: TestClient, path: str, chat_id: str, text: str) -> StreamResult:
     return result
 
 
-AGENTS = ["folder_app", "folder_broken", "folder_plain", "folder_weather"]
+AGENTS = ["folder_app", "folder_broken", "folder_demo", "folder_plain", "folder_weather"]
 
 
 def test_the_folder_lists_its_agents(server: TestClient) -> None:
@@ -158,6 +165,17 @@ def test_an_agent_answers_on_its_ai7_socket(server: TestClient) -> None:
     assert [c["output"]["temperature"] for c in chunks if c["type"] == "tool-output-available"] == [
         21
     ]
+
+
+def test_an_agents_download_links_are_under_its_path(server: TestClient) -> None:
+    """A saved artifact's link names the agent's path, where its own route serves it."""
+    result = ask(server, "/apps/folder_demo/stream", "c-chart", "Draw a chart")
+    (file_chunk,) = result.of_type("file")
+    assert file_chunk["url"].startswith("/apps/folder_demo/artifacts/c-chart/"), file_chunk
+    download = server.get(file_chunk["url"])
+    assert download.status_code == 200
+    assert download.headers["content-type"].startswith(file_chunk["mediaType"])
+    assert server.get(file_chunk["url"].replace("folder_demo", "folder_plain")).status_code == 404
 
 
 def test_an_unknown_agent_gets_a_readable_404(server: TestClient) -> None:

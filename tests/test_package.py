@@ -113,8 +113,8 @@ def test_pip_wheel_of_the_checkout_carries_the_page(tmp_path: Path) -> None:
 def command(
     bin_dir: Path, args: list[str], cwd: Path, env: Mapping[str, str] | None = None
 ) -> Iterator[LiveServer]:
-    """`adk-stream-protocol serve ARGS --port P` of the installed package, in `cwd`, with
-    none of this checkout's settings or its import path."""
+    """`adk-stream-protocol ARGS --port P` of the installed package, in `cwd`, with none of
+    this checkout's settings or its import path."""
     sock = listening_socket()
     port = sock.getsockname()[1]
     sock.close()  # the command binds it itself, as a user's would
@@ -127,7 +127,7 @@ def command(
     log_path = cwd / f"serve-{port}.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            [str(bin_dir / "adk-stream-protocol"), "serve", *args, "--port", str(port)],
+            [str(bin_dir / "adk-stream-protocol"), *args, "--port", str(port)],
             cwd=cwd,
             env=clean,
             stdout=log,
@@ -161,7 +161,7 @@ def assert_answers(server: LiveServer, path: str, place: str, temperature: int |
 
 
 def test_the_installed_command_serves_the_demo(installed: Path, tmp_path: Path) -> None:
-    with command(installed, [], tmp_path) as server:
+    with command(installed, ["serve"], tmp_path) as server:
         assert_serves_the_page(server, "/")
         assert_answers(server, "/stream", "Tokyo", None)
     # The chats are where the README says: in the working folder, one file for the app.
@@ -174,7 +174,7 @@ def test_the_installed_command_serves_a_folder_of_agents(installed: Path, tmp_pa
         (tmp_path / "agents" / name).mkdir(parents=True)
         (tmp_path / "agents" / name / "__init__.py").write_text("from . import agent\n")
         (tmp_path / "agents" / name / "agent.py").write_text(AGENT.replace("NAME", name))
-    with command(installed, ["agents"], tmp_path) as server:
+    with command(installed, ["serve", "agents"], tmp_path) as server:
         assert server.http.get("/apps").json() == {"apps": ["pkg_other", "pkg_weather"]}
         assert_serves_the_page(server, "/apps/pkg_weather/")
         assert_answers(server, "/apps/pkg_weather/stream", "Oslo", 23)
@@ -187,10 +187,30 @@ def test_the_installed_command_serves_a_folder_of_agents(installed: Path, tmp_pa
 
 def test_the_installed_command_serves_a_module_attribute(installed: Path, tmp_path: Path) -> None:
     (tmp_path / "my_agent.py").write_text(AGENT.replace("NAME", "mine"))
-    with command(installed, ["my_agent:root_agent"], tmp_path) as server:
+    with command(installed, ["serve", "my_agent:root_agent"], tmp_path) as server:
         assert_answers(server, "/stream", "Quito", 23)
         health = server.http.get("/health")
     assert json.loads(health.text) == {"status": "ok"}
+
+
+def test_the_installed_command_records_and_replays(installed: Path, tmp_path: Path) -> None:
+    """`serve` with ADK_STREAM_RECORD_DIR records; `replay DIR` then answers the same message
+    with the same chunks, with no agent."""
+    record = {"ADK_STREAM_RECORD_DIR": str(tmp_path / "recordings")}
+    body = chat_body("c-rec", user_message("What's the weather in Tokyo?", "u1"))
+    with command(installed, ["serve"], tmp_path, record) as server:
+        recorded = stream_result(server.http.post("/stream", json=body))
+    assert recorded.status == 200 and "Tokyo" in recorded.text()
+    (recording,) = (tmp_path / "recordings").glob("*.jsonl")
+    assert json.loads(recording.read_text().splitlines()[0])["kind"] == "request"
+    with command(installed, ["replay", "recordings", "--speed", "0"], tmp_path) as server:
+        replayed = stream_result(server.http.post("/stream", json=body))
+        missing = server.http.post(
+            "/stream", json=chat_body("c-rec", user_message("Something never asked", "u1"))
+        )
+        assert_serves_the_page(server, "/")
+    assert replayed.chunks == recorded.chunks
+    assert missing.status_code == 404
 
 
 def test_the_command_refuses_what_is_neither_a_folder_nor_a_module(installed: Path) -> None:

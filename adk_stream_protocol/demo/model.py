@@ -126,11 +126,15 @@ class NamedCall(Protocol):
 
 
 def call_text(call: NamedCall) -> str:
-    """``get_weather(location="Tokyo")``"""
-    args = ", ".join(
-        f"{name}={json.dumps(value, ensure_ascii=False)}" for name, value in call.args.items()
-    )
+    """``get_weather(location="Tokyo")``, each value cut to a few words: a reply stays short
+    whatever the message was."""
+    values = ((name, json.dumps(value, ensure_ascii=False)) for name, value in call.args.items())
+    args = ", ".join(f"{name}={shortened(text)}" for name, text in values)
     return f"{call.name}({args})"
+
+
+def shortened(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def answer_parts(
