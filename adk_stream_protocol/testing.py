@@ -170,8 +170,8 @@ def sse_payloads(body: str) -> list[str]:
 
 def assistant_message(*responses: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The assistant message a client holds after these responses' chunks (a continuation
-    appends to it), reduced to what the server reads back: step starts, text, and tool
-    parts with their states, inputs and outputs."""
+    appends to it), reduced to what the server reads back: step starts, text, tool parts
+    with their states, inputs and outputs; and sources, files and data parts as sent."""
     parts: list[dict[str, Any]] = []
     tools: dict[str, dict[str, Any]] = {}
     message_id = responses[0][0].get("messageId", "assistant") if responses[0] else "assistant"
@@ -203,7 +203,23 @@ def assistant_message(*responses: Sequence[Mapping[str, Any]]) -> dict[str, Any]
                 )
             elif kind == "tool-output-denied":
                 tools[chunk["toolCallId"]]["state"] = "output-denied"
+            elif kind in ("source-url", "source-document", "file"):
+                parts.append({k: v for k, v in chunk.items() if k != "providerMetadata"})
+            elif kind.startswith("data-") and not chunk.get("transient"):
+                _add_data_part(parts, chunk)
     return {"id": message_id, "role": "assistant", "parts": parts}
+
+
+def _add_data_part(parts: list[dict[str, Any]], chunk: Mapping[str, Any]) -> None:
+    """As useChat does: a data part with the type and id of one already there replaces its
+    data; any other is added (a transient one, never: it goes only to ``onData``)."""
+    part = {k: v for k, v in chunk.items() if k != "transient"}
+    if "id" in part:
+        for held in parts:
+            if held["type"] == part["type"] and held.get("id") == part["id"]:
+                held["data"] = part["data"]
+                return
+    parts.append(part)
 
 
 def answer_approvals(message: dict[str, Any], *decisions: bool) -> dict[str, Any]:
