@@ -15,6 +15,7 @@ from bench import (
     converter,
     endtoend,
     hardening,
+    observed,
     scaleout,
     startup,
 )
@@ -30,6 +31,7 @@ BENCHMARKS = (
     "hardening",
     "scaleout",
     "ai7socket",
+    "observed",
 )
 
 
@@ -59,6 +61,7 @@ def run(size: Size, only: tuple[str, ...] = BENCHMARKS) -> list[Figure]:
     if "ai7socket" in only:
         with serve("ours", approvals.UNPACED) as ours:
             step("ai7socket", lambda: ai7socket.run(size, ours))
+    step("observed", lambda: observed.run(size))
     return figures
 
 

@@ -78,6 +78,10 @@ class Server:
     def ws_url(self) -> str:
         return self.base_url.replace("http://", "ws://")
 
+    def metrics_text(self) -> str:
+        """``GET /metrics`` (a server with ``ADK_STREAM_METRICS=true``)."""
+        return httpx.get(f"{self.base_url}/metrics", timeout=10).text
+
     def cpu_seconds(self) -> float:
         """User plus system CPU time the server process has used so far."""
         fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -102,10 +106,11 @@ def write_adk_app(workdir: Path) -> Path:
     return workdir
 
 
-def server_env(kind: Kind, workdir: Path) -> tuple[str, dict[str, str]]:
-    """The uvicorn app and the environment of one kind of server."""
+def server_env(kind: Kind, workdir: Path, app: str | None = None) -> tuple[str, dict[str, str]]:
+    """The uvicorn app (``app``, for ours: another module serving our app) and the
+    environment of one kind of server."""
     if kind == "ours":
-        return OUR_APP, dict(OUR_ENV)
+        return app or OUR_APP, dict(OUR_ENV)
     path = write_adk_app(workdir)
     return ADK_APP, {"PYTHONPATH": os.pathsep.join([str(ROOT), str(path)])}
 
@@ -123,10 +128,11 @@ def spawn(
     port: int,
     settings: Mapping[str, str] | None = None,
     workers: int = 1,
+    app: str | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start a server of this kind on ``port`` (``workers`` uvicorn processes); its log goes
     to ``workdir/server.log``."""
-    app, extra = server_env(kind, workdir)
+    app, extra = server_env(kind, workdir, app)
     env = {k: v for k, v in os.environ.items() if k not in _GOOGLE_VARIABLES}
     env.update({"ADK_STREAM_MODEL": "offline-demo", "PYTHONPATH": str(ROOT), **extra})
     env.update(settings or {})
@@ -139,13 +145,16 @@ def spawn(
 
 @contextmanager
 def serve(
-    kind: Kind, settings: Mapping[str, str] | None = None, workers: int = 1
+    kind: Kind,
+    settings: Mapping[str, str] | None = None,
+    workers: int = 1,
+    app: str | None = None,
 ) -> Iterator[Server]:
     """A fresh server of this kind (``settings``: extra environment), healthy on entry,
     stopped on exit. With several ``workers``, ``pid`` is uvicorn's supervisor."""
     with tempfile.TemporaryDirectory(prefix=f"bench-{kind}-") as tmp:
         port = free_port()
-        process = spawn(kind, Path(tmp), port, settings, workers)
+        process = spawn(kind, Path(tmp), port, settings, workers, app)
         try:
             server = Server(kind, f"http://127.0.0.1:{port}", process.pid)
             deadline = time.monotonic() + 60

@@ -23,6 +23,7 @@ BENCHMARKS = (
     "7 scale-out: store",
     "7 scale-out: two instances",
     "8 ai 7 socket",
+    "9 traces, metrics, recording",
 )
 # These start fresh servers every run: size.load_runs runs, not size.runs.
 LOAD_BENCHMARKS = ("3 ", "6 load shedding", "7 scale-out: 2 workers")
