@@ -209,6 +209,7 @@ class ChatSocket:
 
     async def _refuse(self, request_id: str, exc: RequestError) -> None:
         logger.info("live ai 7 request refused status=%s reason=%s", exc.status, exc.message)
+        self._bridge.telemetry.refused("ai7-socket", exc.status)
         await self.send_text(error_frame(request_id, exc.message))
 
     async def send_text(self, text: str) -> None:

@@ -68,6 +68,15 @@ class Metrics:
             registry=registry,
         )
 
+        self.refused: Counter = Counter(
+            "adk_stream_refused_requests",
+            "Requests refused before a response began, by transport and HTTP status (an ai 7 "
+            "socket's error frame carries the same status): 409 busy, 413/422 bad input, 503 "
+            "at the response limit...",
+            ["transport", "status"],
+            registry=registry,
+        )
+
     def exposition(self) -> tuple[bytes, str]:
         """The registry in Prometheus' text format, and its content type."""
         from prometheus_client import CONTENT_TYPE_LATEST, generate_latest

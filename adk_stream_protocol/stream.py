@@ -86,6 +86,7 @@ async def stream(request: Request, user_id: Annotated[str, Depends(current_user)
     slots = bridge.response_slots
     if not slots.try_acquire():
         logger.warning("stream request shed: %s responses open", slots.in_use)
+        bridge.telemetry.refused("stream", 503)
         return _refused(slots.busy_error())
     sink = QueueSink()
     try:
@@ -98,6 +99,7 @@ async def stream(request: Request, user_id: Annotated[str, Depends(current_user)
         if not isinstance(exc, RequestError):
             raise
         logger.info("stream request refused status=%s reason=%s", exc.status, exc.message)
+        bridge.telemetry.refused("stream", exc.status)
         return _refused(exc)
     return _event_stream(sink.body(turn), bridge.settings)
 

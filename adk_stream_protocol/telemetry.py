@@ -101,6 +101,11 @@ class Telemetry:
         if self.metrics is not None:
             self.metrics.approvals.labels(transport, outcome).inc()
 
+    def refused(self, transport: Transport, status: int) -> None:
+        """A request refused before its response began (no span: nothing ran)."""
+        if self.metrics is not None:
+            self.metrics.refused.labels(transport, str(status)).inc()
+
     def exposition(self) -> tuple[bytes, str]:
         assert self.metrics is not None, "/metrics is served only when metrics are on"
         return self.metrics.exposition()

@@ -334,6 +334,49 @@ def test_an_approval_that_times_out_is_counted_as_such(tmp_path: Any) -> None:
     assert figure(scraped, "adk_stream_approvals_total", outcome="approved", **live_) == 0
 
 
+def test_refused_requests_are_counted_by_status(tmp_path: Any) -> None:
+    """Requests refused before a response began: no response, but what an operator watches
+    for (bad input, busy chats, load shed at the response limit)."""
+    agent = "tests.agents:root_agent"  # its `slow N` holds a response open
+    with in_process_app(tmp_path, metrics=True, max_concurrent_responses=1, agent=agent) as target:
+        assert target.http.post("/stream", json={"id": "c1", "messages": []}).status_code == 422
+        plain = {"content-type": "text/plain"}
+        assert target.http.post("/stream", content=b"x", headers=plain).status_code == 415
+        slow = chat_body(new_chat(), user_message("slow 1", "u1"))
+        with target.http.stream("POST", "/stream", json=slow) as held:
+            lines = held.iter_lines()
+            assert next(lines).startswith("data: ")  # the run holds the only slot
+            assert say_status(target, new_chat(), "hi") == 503
+            list(lines)
+        socket = V7Socket(target)
+        try:
+            socket.frame(
+                {"type": "send", "requestId": "r-bad", "id": "c2", "trigger": "nonsense"}
+                | {"messages": [], "headers": {}, "body": {}}
+            )
+            assert socket.reply("r-bad").last == "error"
+        finally:
+            socket.close()
+        scraped = scrape(target)
+    refused = {
+        (dict(labels)["transport"], dict(labels)["status"]): value
+        for (name, labels), value in scraped.items()
+        if name == "adk_stream_refused_requests_total"
+    }
+    assert refused == {
+        ("stream", "422"): 1,
+        ("stream", "415"): 1,
+        ("stream", "503"): 1,
+        ("ai7-socket", "422"): 1,
+    }
+
+
+def say_status(target: InProcessApp, chat_id: str, text: str) -> int:
+    body = chat_body(chat_id, user_message(text, "u1"))
+    status: int = target.http.post("/stream", json=body).status_code
+    return status
+
+
 def test_metrics_are_off_by_default(app: InProcessApp) -> None:
     assert app.http.get("/metrics").status_code == 404
 
