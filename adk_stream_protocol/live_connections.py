@@ -231,6 +231,7 @@ class LiveConnection:
                 await self._new_turn(request)
         except RequestError as exc:
             logger.info("live request refused chat=%s reason=%s", self.chat_id, exc.message)
+            self._bridge.telemetry.refused("live", exc.status)
             await self._send_text(format_event(ErrorChunk(error_text=exc.message)))
             await self._send_text(DONE)
         finally:

@@ -348,6 +348,11 @@ def test_refused_requests_are_counted_by_status(tmp_path: Any) -> None:
             assert next(lines).startswith("data: ")  # the run holds the only slot
             assert say_status(target, new_chat(), "hi") == 503
             list(lines)
+        live = LiveSocket(target, new_chat())
+        try:  # a message of another chat than the socket's
+            assert live.message(user_message("hi", "u1"), id="other").of_type("error")
+        finally:
+            live.close()
         socket = V7Socket(target)
         try:
             socket.frame(
@@ -368,6 +373,7 @@ def test_refused_requests_are_counted_by_status(tmp_path: Any) -> None:
         ("stream", "415"): 1,
         ("stream", "503"): 1,
         ("ai7-socket", "422"): 1,
+        ("live", "422"): 1,
     }
 
 
