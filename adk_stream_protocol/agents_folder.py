@@ -19,13 +19,13 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
-from fastapi.middleware.trustedhost import TrustedHostMiddleware
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from google.adk.cli.utils.agent_loader import AgentLoader
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from adk_stream_protocol.app import create_app
+from adk_stream_protocol.security import add_http_policies
 from adk_stream_protocol.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -154,7 +154,7 @@ class AgentsFolder:
                 yield
 
         app = FastAPI(title="adk-stream-protocol", lifespan=lifespan, openapi_url=None)
-        app.add_middleware(TrustedHostMiddleware, allowed_hosts=self._settings.trusted_hosts)
+        add_http_policies(app, self._settings)
 
         @app.get("/health")
         async def health() -> dict[str, str]:

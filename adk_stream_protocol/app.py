@@ -14,8 +14,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request, Response
-from fastapi.middleware.cors import CORSMiddleware
-from fastapi.middleware.trustedhost import TrustedHostMiddleware
 from fastapi.staticfiles import StaticFiles
 
 from adk_stream_protocol.agents import AgentLike, serve_agents
@@ -24,7 +22,7 @@ from adk_stream_protocol.backends import check_extras, open_coordination
 from adk_stream_protocol.bridge import Bridge, bridge_of
 from adk_stream_protocol.identity import current_user
 from adk_stream_protocol.live import router as live_router
-from adk_stream_protocol.security import SecurityHeadersMiddleware
+from adk_stream_protocol.security import add_http_policies
 from adk_stream_protocol.sessions import store_url
 from adk_stream_protocol.settings import Settings
 from adk_stream_protocol.stream import router as stream_router
@@ -74,17 +72,7 @@ def create_app(
         redoc_url="/redoc" if docs else None,
         openapi_url="/openapi.json" if docs else None,
     )
-    # Added innermost first: the host check runs before anything else.
-    if settings.cors_origins:
-        app.add_middleware(
-            CORSMiddleware,
-            allow_origins=settings.cors_origins,
-            allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
-            allow_headers=["*"],
-            expose_headers=["x-vercel-ai-ui-message-stream"],
-        )
-    app.add_middleware(SecurityHeadersMiddleware, exempt=("/docs", "/redoc"))
-    app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.trusted_hosts)
+    add_http_policies(app, settings, exempt=("/docs", "/redoc"))
     if identity is not None:
         app.dependency_overrides[current_user] = identity
     app.include_router(stream_router)

@@ -75,6 +75,18 @@ ClientFrame: TypeAlias = Annotated[
 ]
 _CLIENT_FRAME: TypeAdapter[ClientFrame] = TypeAdapter(ClientFrame)
 CLIENT_FRAME_TYPES = frozenset({"send", "resume", "abort"})
+# The longest accepted requestId (the client's are 16 characters).
+MAX_REQUEST_ID_CHARS = 128
+# Why a socket closes on a frame that names no request: no error frame could answer it.
+NO_REQUEST_ID = "ai 7 frames need a requestId; our envelope protocol connects with ?chatId="
+
+
+def request_id_of(frame: object) -> str | None:
+    """The ``requestId`` of a JSON frame, if it has one we can answer to."""
+    request_id = frame.get("requestId") if isinstance(frame, dict) else None
+    if isinstance(request_id, str) and 0 < len(request_id) <= MAX_REQUEST_ID_CHARS:
+        return request_id
+    return None
 
 
 def parse_client_frame(frame: dict[str, Any]) -> ClientFrame:

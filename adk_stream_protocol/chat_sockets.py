@@ -29,6 +29,7 @@ from fastapi import WebSocket, WebSocketDisconnect
 
 from adk_stream_protocol.bridge import Bridge
 from adk_stream_protocol.chat_socket_frames import (
+    NO_REQUEST_ID,
     AbortFrame,
     ResumeFrame,
     SendFrame,
@@ -37,6 +38,7 @@ from adk_stream_protocol.chat_socket_frames import (
     error_frame,
     is_done,
     parse_client_frame,
+    request_id_of,
 )
 from adk_stream_protocol.errors import RequestError, log_error, new_error_reference
 from adk_stream_protocol.identity import user_of
@@ -49,8 +51,6 @@ logger = logging.getLogger(__name__)
 
 # Requests one socket may have open at once: a page has a few chats, each with one response.
 MAX_OPEN_REQUESTS = 32
-# The longest accepted requestId (the client's are 16 characters).
-MAX_REQUEST_ID_CHARS = 128
 
 CLOSE_BAD_FRAME = 4400
 CLOSE_UNSUPPORTED = 1003
@@ -104,12 +104,9 @@ class ChatSocket:
         except RequestError as exc:
             await self._close(CLOSE_BAD_FRAME, _short(exc.message))
             return False
-        request_id = frame.get("requestId") if isinstance(frame, dict) else None
-        if not isinstance(request_id, str) or not 0 < len(request_id) <= MAX_REQUEST_ID_CHARS:
-            await self._close(
-                CLOSE_BAD_FRAME,
-                "ai 7 frames need a requestId; our envelope protocol connects with ?chatId=",
-            )
+        request_id = request_id_of(frame)
+        if request_id is None:
+            await self._close(CLOSE_BAD_FRAME, NO_REQUEST_ID)
             return False
         assert isinstance(frame, dict)
         try:

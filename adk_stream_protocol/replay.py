@@ -18,8 +18,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from fastapi import FastAPI, Request, WebSocket
-from fastapi.middleware.cors import CORSMiddleware
-from fastapi.middleware.trustedhost import TrustedHostMiddleware
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
 from sse_starlette import EventSourceResponse, ServerSentEvent
@@ -27,7 +25,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from adk_stream_protocol.errors import RequestError
 from adk_stream_protocol.replay_sockets import ChatSocketReplay, EnvelopeReplay
 from adk_stream_protocol.replay_store import Replay, ReplayStore, load_recordings, paced, sse_event
-from adk_stream_protocol.security import SecurityHeadersMiddleware, origin_allowed
+from adk_stream_protocol.security import add_http_policies, origin_allowed
 from adk_stream_protocol.settings import Settings
 from adk_stream_protocol.sse import DONE, KEEP_ALIVE_COMMENT, SSE_HEADERS
 from adk_stream_protocol.stream import read_chat_request
@@ -49,16 +47,7 @@ def create_replay_app(
         title="adk-stream-protocol replay", docs_url=None, redoc_url=None, openapi_url=None
     )
     # The same policies as create_app: a replay serves the same pages on the same hosts.
-    if settings.cors_origins:
-        app.add_middleware(
-            CORSMiddleware,
-            allow_origins=settings.cors_origins,
-            allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
-            allow_headers=["*"],
-            expose_headers=["x-vercel-ai-ui-message-stream"],
-        )
-    app.add_middleware(SecurityHeadersMiddleware)
-    app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.trusted_hosts)
+    add_http_policies(app, settings)
 
     @app.post("/stream", response_model=None)
     async def stream(request: Request) -> Response:

@@ -24,14 +24,16 @@ from typing import Any
 from fastapi import WebSocket, WebSocketDisconnect
 
 from adk_stream_protocol.chat_socket_frames import (
+    NO_REQUEST_ID,
     AbortFrame,
     ResumeFrame,
     chunk_frame,
     control_frame,
     error_frame,
     parse_client_frame,
+    request_id_of,
 )
-from adk_stream_protocol.chat_sockets import MAX_OPEN_REQUESTS, MAX_REQUEST_ID_CHARS
+from adk_stream_protocol.chat_sockets import MAX_OPEN_REQUESTS
 from adk_stream_protocol.errors import RequestError
 from adk_stream_protocol.limits import RequestLimits, read_json
 from adk_stream_protocol.live_frames import InterruptFrame, PingFrame, parse_frame, receive
@@ -112,12 +114,9 @@ class ChatSocketReplay(_ReplaySocket):
         except RequestError as exc:
             await self._close(CLOSE_BAD_FRAME, exc.message[:120])
             return False
-        request_id = frame.get("requestId") if isinstance(frame, dict) else None
-        if not isinstance(request_id, str) or not 0 < len(request_id) <= MAX_REQUEST_ID_CHARS:
-            await self._close(
-                CLOSE_BAD_FRAME,
-                "ai 7 frames need a requestId; our envelope protocol connects with ?chatId=",
-            )
+        request_id = request_id_of(frame)
+        if request_id is None:
+            await self._close(CLOSE_BAD_FRAME, NO_REQUEST_ID)
             return False
         assert isinstance(frame, dict)
         try:

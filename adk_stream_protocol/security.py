@@ -12,8 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from urllib.parse import urlsplit
 
+from starlette.applications import Starlette
 from starlette.datastructures import Headers
+from starlette.middleware.cors import CORSMiddleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from adk_stream_protocol.settings import Settings
 
 # Every response.
 _COMMON_HEADERS = ((b"x-content-type-options", b"nosniff"),)
@@ -28,6 +33,22 @@ _PAGE_HEADERS = (
     (b"content-security-policy", PLAYGROUND_CSP.encode()),
     (b"referrer-policy", b"same-origin"),
 )
+
+
+def add_http_policies(app: Starlette, settings: Settings, *, exempt: Iterable[str] = ()) -> None:
+    """The policy's middleware: the host check first, then CORS for ``cors_origins``, and the
+    response headers (the page policy on all paths but ``exempt``)."""
+    # Added innermost first: the host check runs before anything else.
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
+            allow_headers=["*"],
+            expose_headers=["x-vercel-ai-ui-message-stream"],
+        )
+    app.add_middleware(SecurityHeadersMiddleware, exempt=exempt)
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.trusted_hosts)
 
 
 def origin_allowed(headers: Mapping[str, str], allowed: Iterable[str]) -> bool:

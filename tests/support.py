@@ -41,6 +41,7 @@ import uvicorn
 from fastapi import FastAPI
 from google.adk.events import Event
 from starlette.testclient import TestClient, WebSocketDenialResponse
+from starlette.types import ASGIApp
 from starlette.websockets import WebSocketDisconnect
 
 from adk_stream_protocol import Settings, create_app, testing
@@ -349,6 +350,14 @@ def serve_in_thread(
     real uvicorn from a thread of this process: the wire, without the seconds a new process
     takes to import ADK. Its logs go through this process's logging (``caplog``)."""
     app = create_app(identity=identity, settings=app_settings(workdir, **settings))
+    with serve_app_in_thread(app, workdir / "sessions.db") as server:
+        yield server
+
+
+@contextmanager
+def serve_app_in_thread(app: ASGIApp, db_path: Path) -> Iterator[LiveServer]:
+    """Serve an ASGI app (``create_app``'s, the replay server's...) with real uvicorn from a
+    thread of this process; ``db_path``: where its chats are, for tests that read them."""
     sock = listening_socket()
     port = sock.getsockname()[1]
     # log_config=None: uvicorn leaves this process's logging as it is.
@@ -362,7 +371,7 @@ def serve_in_thread(
     with ExitStack() as stack:
         stack.callback(sock.close)
         http = stack.enter_context(httpx.Client(base_url=base_url, timeout=HTTP_TIMEOUT))
-        server = LiveServer(base_url, workdir / "sessions.db", http)
+        server = LiveServer(base_url, db_path, http)
         try:
             wait_until_healthy(server, lambda: not thread.is_alive())
             yield server

@@ -4,15 +4,12 @@ made: a page can be developed against it with no agent (docs/adr/0026)."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
-import uvicorn
 
 from adk_stream_protocol import Settings
 from adk_stream_protocol.replay import create_replay_app
@@ -28,11 +25,9 @@ from tests.real_client import (
 )
 from tests.recordings import PAYMENT, Recorded, record_demo_conversations
 from tests.support import (
-    HTTP_TIMEOUT,
     PLAYGROUND_DIST,
     LiveServer,
-    listening_socket,
-    wait_until_healthy,
+    serve_app_in_thread,
 )
 
 # (client, over ai 7's own WebSocket transport on /live)
@@ -45,22 +40,8 @@ def serve_replay(directory: Path, speed: float) -> Iterator[LiveServer]:
     app = create_replay_app(
         directory, settings=Settings(playground_dir=PLAYGROUND_DIST), speed=speed
     )
-    sock = listening_socket()
-    config = uvicorn.Config(app, log_config=None, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    base_url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    with ExitStack() as stack:
-        stack.callback(sock.close)
-        http = stack.enter_context(httpx.Client(base_url=base_url, timeout=HTTP_TIMEOUT))
-        live = LiveServer(base_url, directory / "no-sessions.db", http)
-        try:
-            wait_until_healthy(live, lambda: not thread.is_alive())
-            yield live
-        finally:
-            server.should_exit = True
-            thread.join(30)
+    with serve_app_in_thread(app, directory / "no-sessions.db") as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
