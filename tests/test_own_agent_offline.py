@@ -13,8 +13,16 @@ from google.adk.models import LLMRegistry
 from google.adk.models import registry as adk_registry
 
 from adk_stream_protocol.demo.names import OFFLINE_MODEL_PATTERN
+from adk_stream_protocol.demo.replies import MISSING_TOOLS_TEXT
 from adk_stream_protocol.testing import serve_agent
-from tests.support import chat_body, post_stream, run_server, user_message
+from tests.support import (
+    LiveSocket,
+    chat_body,
+    in_process_app,
+    post_stream,
+    run_server,
+    user_message,
+)
 
 
 @pytest.fixture
@@ -61,3 +69,24 @@ def test_the_agent_setting_serves_an_own_agent_on_the_offline_model(tmp_path: Pa
         result = post_stream(server, chat_body("c-own", user_message("Weather in Paris?", "u1")))
     assert result.of_type("error") == [], result.chunks
     assert "Paris" in result.text()
+
+
+@pytest.mark.parametrize("transport", ["stream", "live"])
+def test_the_offline_model_calls_only_the_tools_an_own_agent_has(
+    tmp_path: Path, transport: str
+) -> None:
+    """An agent without the demo's tools gets no call of a tool it lacks (which ADK would
+    answer with an error result), but a text that says which call the model would make; on
+    `run_async` and on the live connection alike."""
+    question = user_message("What's the weather in Tokyo?", "u1")
+    with in_process_app(tmp_path, agent="tests.agents:offline_agent") as target:
+        if transport == "stream":
+            result = post_stream(target, chat_body("c-tools", question))
+        else:
+            live = LiveSocket(target, "c-tools")
+            try:
+                result = live.message(question)
+            finally:
+                live.close()
+    assert result.of_type("tool-input-available") == [] and result.of_type("error") == []
+    assert result.text() == MISSING_TOOLS_TEXT.format(tools='get_weather(location="Tokyo")')

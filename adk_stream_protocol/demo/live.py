@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Collection, Sequence
 from typing import Any
 
 from google.adk.models.base_llm_connection import BaseLlmConnection, RealtimeInput
@@ -71,7 +71,7 @@ from .listening import (
 from .live_options import LiveOptions
 from .live_turn import Turn
 from .names import OFFLINE_MODEL_NAME
-from .replies import ERROR_CODE, ERROR_MESSAGE, decide_reply_off_loop
+from .replies import ERROR_CODE, ERROR_MESSAGE, decide_reply_off_loop, within_tools
 from .usage import token_usage
 
 # The names this module has always offered (they now live in the modules they come from).
@@ -107,8 +107,10 @@ class OfflineLiveConnection(BaseLlmConnection):
         *,
         model_version: str = OFFLINE_MODEL_NAME,
         pace_seconds: float = DEFAULT_PACE_SECONDS,
+        tools: Collection[str] | None = None,
     ) -> None:
         self._options = options or LiveOptions()
+        self._tools = tools  # the agent's tool names (None: any the demo calls)
         self._model_version = model_version
         self._pace = pace_seconds
         self._history: list[types.Content] = []
@@ -126,7 +128,7 @@ class OfflineLiveConnection(BaseLlmConnection):
     ) -> OfflineLiveConnection:
         options = LiveOptions.from_config(llm_request.live_connect_config)
         logger.debug("offline live connection: %s", options)
-        return cls(options, model_version=model_version)
+        return cls(options, model_version=model_version, tools=set(llm_request.tools_dict))
 
     @property
     def options(self) -> LiveOptions:
@@ -314,6 +316,8 @@ class OfflineLiveConnection(BaseLlmConnection):
             await self._transcribe_input(turn, spoken)
         while True:
             reply = await decide_reply_off_loop(self._history)
+            if self._tools is not None:
+                reply = within_tools(reply, self._tools)
             if reply.error:
                 self._put(error_code=ERROR_CODE, error_message=ERROR_MESSAGE)
                 break

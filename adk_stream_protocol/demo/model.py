@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from typing import Any, Protocol
 
@@ -23,13 +22,8 @@ from typing_extensions import override
 from .chunks import chunk_text
 from .live import OfflineLiveConnection
 from .names import OFFLINE_MODEL_NAME, OFFLINE_MODEL_PATTERN
-from .replies import ERROR_CODE, ERROR_MESSAGE, decide_reply_off_loop
+from .replies import ERROR_CODE, ERROR_MESSAGE, decide_reply_off_loop, within_tools
 from .usage import token_usage
-
-MISSING_TOOLS_TEXT = (
-    "I am the offline demo model. I would call {tools} for this, but this agent has no such "
-    "tool, so here is only this answer."
-)
 
 
 class OfflineDemoLlm(BaseLlm):
@@ -57,13 +51,8 @@ class OfflineDemoLlm(BaseLlm):
             yield LlmResponse(error_code=ERROR_CODE, error_message=ERROR_MESSAGE)
             return
 
-        # An agent of the user's own on this model may lack the demo's tools: it gets the
-        # calls it can make, and a word on the others instead of a failed call.
-        calls = [call for call in reply.calls if call.name in llm_request.tools_dict]
-        text = reply.text
-        if len(calls) < len(reply.calls) and not calls and not text:
-            text = MISSING_TOOLS_TEXT.format(tools=", ".join(map(call_text, reply.calls)))
-        parts = answer_parts(reply.thought, text, calls)
+        reply = within_tools(reply, llm_request.tools_dict)
+        parts = answer_parts(reply.thought, reply.text, reply.calls)
         async for response in model_responses(
             parts, llm_request, stream, model_version=self.model, grounding=reply.grounding
         ):
@@ -123,18 +112,6 @@ class NamedCall(Protocol):
 
     @property
     def args(self) -> Mapping[str, Any]: ...
-
-
-def call_text(call: NamedCall) -> str:
-    """``get_weather(location="Tokyo")``, each value cut to a few words: a reply stays short
-    whatever the message was."""
-    values = ((name, json.dumps(value, ensure_ascii=False)) for name, value in call.args.items())
-    args = ", ".join(f"{name}={shortened(text)}" for name, text in values)
-    return f"{call.name}({args})"
-
-
-def shortened(text: str, limit: int = 60) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def answer_parts(

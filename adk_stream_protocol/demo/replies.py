@@ -13,9 +13,10 @@ linear in what it reads, whatever that is, and its reply is bounded (see bounds.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, replace
 
 from google.genai import types
 
@@ -44,6 +45,37 @@ class Reply:
     error: bool = False
     # Sent with the text, as Gemini sends the grounding of a searched answer.
     grounding: types.GroundingMetadata | None = None
+
+
+MISSING_TOOLS_TEXT = (
+    "I am the offline demo model. I would call {tools} for this, but this agent has no such "
+    "tool, so here is only this answer."
+)
+
+
+def within_tools(reply: Reply, tools: Collection[str]) -> Reply:
+    """The reply for an agent with these tools. An agent of the user's own on this model may
+    lack the demo's tools: it gets the calls it can make, and when it can make none, a word
+    on them instead of a failed call."""
+    calls = tuple(call for call in reply.calls if call.name in tools)
+    if len(calls) == len(reply.calls):
+        return reply
+    text = reply.text
+    if not calls and not text:
+        text = MISSING_TOOLS_TEXT.format(tools=", ".join(map(call_text, reply.calls)))
+    return replace(reply, calls=calls, text=text)
+
+
+def call_text(call: PlannedCall) -> str:
+    """``get_weather(location="Tokyo")``, each value cut to a few words: a reply stays short
+    whatever the message was."""
+    values = ((name, json.dumps(value, ensure_ascii=False)) for name, value in call.args.items())
+    args = ", ".join(f"{name}={_shortened(text)}" for name, text in values)
+    return f"{call.name}({args})"
+
+
+def _shortened(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def decide_reply(contents: Sequence[types.Content]) -> Reply:
