@@ -31,6 +31,9 @@ class ServedAgents:
     # An App's own name; else `ADK_STREAM_APP_NAME` when it is set; else the user's agent's
     # name; else (the demo) the default app name. It names the default store.
     name: str
+    # The app name ADK keeps the chats under: an App's own, else `ADK_STREAM_APP_NAME` (its
+    # default for an agent that is not an App: docs/adr/0024). Redis keys carry it too.
+    session_app_name: str
 
 
 def load_agent(spec: str) -> AgentLike:
@@ -58,10 +61,12 @@ def serve_agents(settings: Settings, agent: AgentLike | None) -> ServedAgents:
     if agent is None and settings.agent:
         agent = load_agent(settings.agent)
     if agent is not None:
-        return ServedAgents(agent, agent, app_name_of(settings, agent))
+        session_name = agent.name if isinstance(agent, App) else settings.app_name
+        return ServedAgents(agent, agent, app_name_of(settings, agent), session_name)
     model, live_model = settings.resolved_model(), settings.resolved_live_model()
     logger.info("serving the demo agent with model %s (live: %s)", model, live_model)
-    return ServedAgents(build_demo_agent(model), build_demo_agent(live_model), settings.app_name)
+    demo, live_demo = build_demo_agent(model), build_demo_agent(live_model)
+    return ServedAgents(demo, live_demo, settings.app_name, settings.app_name)
 
 
 def resolve_agents(settings: Settings, agent: AgentLike | None) -> tuple[AgentLike, AgentLike]:

@@ -50,22 +50,20 @@ def create_server(
     if loader.is_single_agent:
         # One agent's folder (it holds agent.py or root_agent.yaml): that agent, at `/`.
         name = loader.single_agent_name or ""
+        if not _NAME.match(name):
+            raise ValueError(f"agent folder name {name!r}: letters, digits, '_' and '-' only")
         agent = loader.load_agent(name)
         return create_app(agent, settings=_settings_for(settings, name), identity=identity)
     return AgentsFolder(loader, settings, identity=identity)
 
 
 def _settings_for(settings: Settings, name: str) -> Settings:
-    """An agent's app: named as its folder (ADK's app name for it, unless the user set one),
-    its Redis keys apart from the other apps' (chat ids are unique only within an app), its
-    links under its path."""
-    update: dict[str, Any] = {
-        "redis_key_prefix": f"{settings.redis_key_prefix}:{name}",
-        "root_path": f"{settings.root_path}/apps/{name}",
-    }
-    if "app_name" not in settings.model_fields_set and _NAME.match(name):
-        update["app_name"] = name
-    return settings.model_copy(update=update)
+    """An agent's app: named as its folder, as ADK names it (``ADK_STREAM_APP_NAME`` does not
+    apply: one name for every agent would mix their chats), so its store and its Redis keys
+    are its own; its links under its path."""
+    return settings.model_copy(
+        update={"app_name": name, "root_path": f"{settings.root_path}/apps/{name}"}
+    )
 
 
 class AgentsFolder:

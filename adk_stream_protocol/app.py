@@ -47,7 +47,7 @@ def create_app(
         store = store_url(settings.session_store, served.name)
         app_settings = settings.model_copy(update={"session_store": store})
         check_extras(app_settings)
-        async with open_coordination(app_settings) as coordination:
+        async with open_coordination(app_settings, served.session_app_name) as coordination:
             bridge = Bridge(app_settings, served.agent, served.live_agent, coordination)
             try:
                 await bridge.sessions.prepare()

@@ -47,8 +47,10 @@ def check_extras(settings: Settings) -> None:
 
 
 @asynccontextmanager
-async def open_coordination(settings: Settings) -> AsyncIterator[Coordination]:
-    """The coordination the settings ask for, open for the application's life."""
+async def open_coordination(settings: Settings, app_name: str) -> AsyncIterator[Coordination]:
+    """The coordination the settings ask for, open for the application's life. In Redis its
+    keys carry ``app_name``, the name the app's chats are stored under: two apps that share
+    a Redis keep their chats' leases and logs apart, as their stores keep the chats."""
     if settings.redis_url is None:
         yield local_coordination()
         return
@@ -56,7 +58,7 @@ async def open_coordination(settings: Settings) -> AsyncIterator[Coordination]:
 
     redis_coordination = await connect_redis_coordination(
         settings.redis_url,
-        prefix=f"{settings.redis_key_prefix}:{settings.app_name}",
+        prefix=f"{settings.redis_key_prefix}:{app_name}",
         lease_ttl_seconds=settings.lease_ttl_seconds,
         log_ttl_seconds=settings.chunk_log_ttl_seconds,
     )

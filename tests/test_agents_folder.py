@@ -214,6 +214,22 @@ def test_one_agents_folder_is_served_at_the_root(tmp_path: Path) -> None:
     assert (tmp_path / "folder_single.db").is_file()  # the app is named as the folder
 
 
+def test_each_agent_is_named_as_its_folder_whatever_the_app_name_setting(
+    agents_folder: Path, tmp_path: Path
+) -> None:
+    """One ADK_STREAM_APP_NAME for every agent would put their chats in one store."""
+    settings = Settings(
+        agents_dir=agents_folder,
+        app_name="one_name",
+        session_store=f"sqlite:///{tmp_path}/{{app}}.db",
+        playground_dir=None,
+    )
+    with TestClient(create_server(settings), base_url="http://localhost") as client:
+        ask(client, "/apps/folder_weather/stream", "c1", "Hello")
+        ask(client, "/apps/folder_plain/stream", "c1", "Hello")
+    assert sorted(p.name for p in tmp_path.glob("*.db")) == ["folder_plain.db", "folder_weather.db"]
+
+
 def test_a_folder_that_is_not_there_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="is not a folder"):
         create_server(Settings(agents_dir=tmp_path / "missing"))

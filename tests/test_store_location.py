@@ -141,3 +141,27 @@ def test_an_agent_name_that_is_no_app_name_falls_back() -> None:
     assert app_name_of(settings, agent("アシスタント")) == "adk_stream_protocol"
     assert app_name_of(settings_for_tests(app_name="crm"), agent("helper")) == "crm"
     assert app_name_of(settings, App(name="billing", root_agent=agent("a"))) == "billing"
+
+
+def test_two_apps_sharing_a_redis_keep_their_keys_apart(redis_url: str, redis_prefix: str) -> None:
+    """Keys carry the name the app's chats are stored under, an App's own name included, so
+    two apps on one Redis (and one key prefix) never share a chat's lease or chunk log."""
+    import redis
+
+    shared = {"redis_url": redis_url, "redis_key_prefix": redis_prefix}
+    for name in ("travel_app", "food_app"):
+        app = App(name=name, root_agent=agent("helper"))
+        with serve_agent(app, settings_for_tests(**shared)) as chat:
+            # Open the chat's lease, and keep its answer's chunk log, while we look.
+            answer = chat.send("Hello", chat="same-id")
+            assert answer.status == 200 and answer.errors == []
+    client = redis.Redis.from_url(redis_url)
+    try:
+        keys = [key.decode() for key in client.scan_iter(match=f"{redis_prefix}:*", count=1000)]
+    finally:
+        client.close()
+    assert keys, "the turns left their chunk logs"
+    assert {key.removeprefix(f"{redis_prefix}:").split(":")[0] for key in keys} == {
+        "travel_app",
+        "food_app",
+    }
