@@ -25,7 +25,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from adk_stream_protocol.app import create_app
-from adk_stream_protocol.security import add_http_policies
+from adk_stream_protocol.security import add_http_policies, redact_query_strings_in_server_logs
 from adk_stream_protocol.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -145,6 +145,7 @@ class AgentsFolder:
     def _index_app(self) -> FastAPI:
         @asynccontextmanager
         async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+            redact_query_strings_in_server_logs()  # before any agent's app has started
             logger.info(
                 "agents folder %s: %s", self._loader.agents_dir, ", ".join(self.names()) or "none"
             )

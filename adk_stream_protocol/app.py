@@ -22,7 +22,7 @@ from adk_stream_protocol.backends import check_extras, open_coordination
 from adk_stream_protocol.bridge import Bridge, bridge_of
 from adk_stream_protocol.identity import current_user
 from adk_stream_protocol.live import router as live_router
-from adk_stream_protocol.security import add_http_policies
+from adk_stream_protocol.security import add_http_policies, redact_query_strings_in_server_logs
 from adk_stream_protocol.sessions import store_url
 from adk_stream_protocol.settings import Settings
 from adk_stream_protocol.stream import router as stream_router
@@ -42,6 +42,8 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Here, not at import: uvicorn sets its loggers up before the lifespan runs.
+        redact_query_strings_in_server_logs()
         served = serve_agents(settings, agent)
         # The store the app uses from here on: its own by default (docs/adr/0024).
         store = store_url(settings.session_store, served.name)

@@ -9,6 +9,8 @@ nothing from elsewhere.
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Iterable, Mapping
 from urllib.parse import urlsplit
 
@@ -49,6 +51,41 @@ def add_http_policies(app: Starlette, settings: Settings, *, exempt: Iterable[st
         )
     app.add_middleware(SecurityHeadersMiddleware, exempt=exempt)
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.trusted_hosts)
+
+
+# Query parameters of our own, whose values are no secret (a chat id is not user content).
+_PLAIN_QUERY_KEYS = frozenset({"chatId", "resume", "version", "transport", "api"})
+_QUERY_PARAMETER = re.compile(r"([?&])([^=&#\s\"]+)=([^&#\s\"]*)")
+
+
+class QueryRedaction(logging.Filter):
+    """Hides the values of other query parameters in uvicorn's request lines (its access log,
+    and the ``WebSocket ... [accepted]`` lines): a credential in the query string, which a
+    browser's WebSocket handshake may have to use (README: Identity), stays out of the log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                _redacted(arg) if isinstance(arg, str) and "?" in arg else arg
+                for arg in record.args
+            )
+        return True
+
+
+def _redacted(path: str) -> str:
+    def hide(match: re.Match[str]) -> str:
+        separator, key, _ = match.groups()
+        return match[0] if key in _PLAIN_QUERY_KEYS else f"{separator}{key}=[redacted]"
+
+    return _QUERY_PARAMETER.sub(hide, path)
+
+
+def redact_query_strings_in_server_logs() -> None:
+    """Put ``QueryRedaction`` on uvicorn's loggers (once: it is called at each start-up)."""
+    for name in ("uvicorn.access", "uvicorn.error"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, QueryRedaction) for f in logger.filters):
+            logger.addFilter(QueryRedaction())
 
 
 def origin_allowed(headers: Mapping[str, str], allowed: Iterable[str]) -> bool:

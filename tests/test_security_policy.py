@@ -107,3 +107,16 @@ def test_the_playground_page_may_load_and_be_framed_only_by_its_own_origin(
     assert policy["default-src"] == "'self'"
     assert policy["frame-ancestors"] == "'self'"
     assert policy["script-src"] == "'self'"  # no inline script, nothing from elsewhere
+
+
+def test_query_credentials_stay_out_of_the_server_log(server: LiveServer) -> None:
+    """A token in the query string (a WebSocket handshake cannot carry headers) is not written
+    by uvicorn's request lines, on HTTP or on the socket; our own parameters still are."""
+    secret = "s3cret-" + "7f3a9c"
+    with connect(f"{server.base_url.replace('http', 'ws')}/live?chatId=c-redact&token={secret}"):
+        pass
+    server.http.get(f"/health?access_token={secret}&resume=1")
+    log = server.log()
+    assert secret not in log
+    assert '"WebSocket /live?chatId=c-redact&token=[redacted]" [accepted]' in log
+    assert '"GET /health?access_token=[redacted]&resume=1 HTTP/1.1" 200' in log
