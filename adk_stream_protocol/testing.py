@@ -18,12 +18,13 @@ Install with the ``testing`` extra: ``TestClient`` needs httpx.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from google.adk.models import BaseLlm, LlmCapabilities
+from google.adk.models.base_llm_connection import BaseLlmConnection
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.genai import types
@@ -35,7 +36,11 @@ from adk_stream_protocol.agents import AgentLike
 from adk_stream_protocol.app import create_app
 from adk_stream_protocol.chunks import UI_MESSAGE_CHUNK
 from adk_stream_protocol.demo.history import calls_of, latest_user_message_index, text_of
+from adk_stream_protocol.demo.live import OfflineLiveConnection
+from adk_stream_protocol.demo.live_options import LiveOptions
 from adk_stream_protocol.demo.model import answer_parts, model_responses
+from adk_stream_protocol.demo.plans import PlannedCall
+from adk_stream_protocol.demo.replies import Reply
 from adk_stream_protocol.settings import Settings
 
 __all__ = [
@@ -102,8 +107,9 @@ class ScriptedLlm(BaseLlm):
 
     No key matching, or a turn asking for more answers than its list has, is a model error
     (``NO_SCRIPT``, ``SCRIPT_ENDED``) whose message says which: the test sees an `error`
-    chunk, and the server's log has the message. It serves ``POST /stream`` and the
-    ``run_async`` of ai 7's ``/live``; it has no live connection (``/live?chatId=``).
+    chunk, and the server's log has the message. It serves every endpoint: ``POST /stream``
+    and ai 7's ``/live`` (``run_async``), and ``/live?chatId=`` through a live connection
+    (``run_live``) that answers from the same script, in text.
     """
 
     model: str = "scripted"
@@ -125,6 +131,31 @@ class ScriptedLlm(BaseLlm):
         parts = answer_parts(answer.thought, answer.text, answer.calls)
         async for response in model_responses(parts, llm_request, stream, model_version=self.model):
             yield response
+
+    @override
+    @asynccontextmanager
+    async def connect(self, llm_request: LlmRequest) -> AsyncIterator[BaseLlmConnection]:
+        """A live session (``run_live``) on the script: the demo model's live connection,
+        with this script deciding each reply, and no pauses."""
+        options = LiveOptions.from_config(llm_request.live_connect_config)
+        connection = OfflineLiveConnection(
+            options, model_version=self.model, pace_seconds=0, decide=self._live_reply
+        )
+        try:
+            yield connection
+        finally:
+            await connection.close()
+
+    async def _live_reply(self, contents: Sequence[types.Content]) -> Reply:
+        answer = self.answer(contents)
+        return Reply(
+            thought=answer.thought or None,
+            text=answer.text or None,
+            calls=tuple(PlannedCall(c.name, dict(c.args)) for c in answer.calls),
+            error=answer.error is not None,
+            error_code=answer.error_code,
+            error_message=answer.error or "",
+        )
 
     def answer(self, contents: Sequence[types.Content]) -> Answer:
         """The answer to a conversation: a pure function of it, so retries and resumes

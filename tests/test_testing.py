@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from google.adk.agents import LlmAgent
@@ -134,3 +136,45 @@ def test_the_answer_is_a_function_of_the_conversation() -> None:
     assert SCRIPT.answer([user]) == Answer(calls=[call("transfer", amount=50)])
     assert SCRIPT.answer([user, called, result]) == Answer(text="Done.")
     assert SCRIPT.answer([user, called, result, user]) == SCRIPT.answer([user])
+
+
+def read_live_response(socket: Any) -> list[dict[str, Any]]:
+    """The chunks of one response on `/live?chatId=` (SSE-framed text frames), to `[DONE]`."""
+    chunks: list[dict[str, Any]] = []
+    while True:
+        frame = socket.receive_text()
+        if not frame.startswith("data: "):
+            continue  # a control frame
+        payload = frame.removeprefix("data: ").strip()
+        if payload == "[DONE]":
+            return chunks
+        chunks.append(json.loads(payload))
+
+
+def test_a_scripted_model_answers_on_the_live_connection() -> None:
+    """`/live?chatId=` runs `run_live`: the script answers there too, tools and all."""
+    model = ScriptedLlm(script={"weather": [call("lookup", city="Oslo"), "Oslo is sunny."]})
+    agent = LlmAgent(name="live_helper", model=model, tools=[lookup])
+    with (
+        serve_agent(agent) as chat,
+        chat.http.websocket_connect("ws://localhost/live?chatId=c-live") as socket,
+    ):
+        message = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "weather?"}]}
+        socket.send_json(
+            {"type": "message", "version": "1", "id": "c-live", "messages": [message]}
+            | {"trigger": "submit-message"}
+        )
+        answered = read_live_response(socket)
+        message["parts"] = [{"type": "text", "text": "something else"}]
+        message["id"] = "u2"
+        socket.send_json(
+            {"type": "message", "version": "1", "id": "c-live", "messages": [message]}
+            | {"trigger": "submit-message"}
+        )
+        unscripted = read_live_response(socket)
+    outputs = [c["output"] for c in answered if c["type"] == "tool-output-available"]
+    assert outputs == [{"city": "Oslo", "sky": "sunny"}]
+    text = "".join(c["delta"] for c in answered if c["type"] == "text-delta")
+    assert text == "Oslo is sunny."
+    (error,) = [c for c in unscripted if c["type"] == "error"]
+    assert "no key of the script" in error["errorText"]

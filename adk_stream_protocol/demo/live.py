@@ -71,7 +71,7 @@ from .listening import (
 from .live_options import LiveOptions
 from .live_turn import Turn
 from .names import OFFLINE_MODEL_NAME
-from .replies import ERROR_CODE, ERROR_MESSAGE, decide_reply_off_loop, within_tools
+from .replies import Decide, decide_reply_off_loop, within_tools
 from .usage import token_usage
 
 # The names this module has always offered (they now live in the modules they come from).
@@ -108,8 +108,9 @@ class OfflineLiveConnection(BaseLlmConnection):
         model_version: str = OFFLINE_MODEL_NAME,
         pace_seconds: float = DEFAULT_PACE_SECONDS,
         tools: Collection[str] | None = None,
+        decide: Decide = decide_reply_off_loop,  # another script's (testing.ScriptedLlm)
     ) -> None:
-        self._options = options or LiveOptions()
+        self._options, self._decide = options or LiveOptions(), decide
         self._tools = tools  # the agent's tool names (None: any the demo calls)
         self._model_version = model_version
         self._pace = pace_seconds
@@ -315,11 +316,11 @@ class OfflineLiveConnection(BaseLlmConnection):
         if spoken is not None and self._options.input_transcription:
             await self._transcribe_input(turn, spoken)
         while True:
-            reply = await decide_reply_off_loop(self._history)
+            reply = await self._decide(self._history)
             if self._tools is not None:
                 reply = within_tools(reply, self._tools)
             if reply.error:
-                self._put(error_code=ERROR_CODE, error_message=ERROR_MESSAGE)
+                self._put(error_code=reply.error_code, error_message=reply.error_message)
                 break
             said: list[types.Part] = []
             if reply.thought:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 
 from google.genai import types
@@ -45,6 +45,13 @@ class Reply:
     error: bool = False
     # Sent with the text, as Gemini sends the grounding of a searched answer.
     grounding: types.GroundingMetadata | None = None
+    # What the model reports when ``error`` is set.
+    error_code: str = ERROR_CODE
+    error_message: str = ERROR_MESSAGE
+
+
+# How a live connection decides its next reply from the conversation so far.
+Decide = Callable[[Sequence[types.Content]], Awaitable[Reply]]
 
 
 MISSING_TOOLS_TEXT = (
