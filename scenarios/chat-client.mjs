@@ -1337,6 +1337,7 @@ async function buildReport(ctx, { timeout }) {
     serverStops: ctx.serverStops,
     finishes: ctx.finishes,
     onFinishCount: ctx.finishes.length,
+    onData: ctx.dataParts,
     loop: ctx.recorder.loop,
     loopRequest: ctx.recorder.loopRequest,
     timeout,
@@ -1411,6 +1412,7 @@ async function createContext(job) {
     lastStateChange: Date.now(),
     errors: [],
     finishes: [],
+    dataParts: [],
     toolCalls: [],
     stepResults: [],
     serverStops: [],
@@ -1503,6 +1505,10 @@ async function createContext(job) {
     },
     onError: error => {
       ctx.errors.push(errorMessage(error));
+    },
+    // Every data part as useChat's onData gets it, transient ones (kept in no message) too.
+    onData: part => {
+      ctx.dataParts.push({ type: part.type, id: part.id ?? null, transient: Boolean(part.transient) });
     },
   });
   return ctx;

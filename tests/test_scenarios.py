@@ -158,6 +158,9 @@ def check(report: dict[str, Any], expect: dict[str, Any]) -> None:
             check_message(message, wanted)
     for wanted in expect.get("responses", []):
         check_response(report["requests"][wanted["index"]], wanted)
+    if "onData" in expect:  # [type, transient] of each part onData got, in order
+        got = [[part["type"], part["transient"]] for part in report["onData"]]
+        assert got == expect["onData"], got
 
 
 def check_message(message: dict[str, Any], wanted: dict[str, Any]) -> None:
