@@ -38,7 +38,7 @@ from adk_stream_protocol.chunks import UI_MESSAGE_CHUNK
 from adk_stream_protocol.demo.history import calls_of, latest_user_message_index, text_of
 from adk_stream_protocol.demo.live import OfflineLiveConnection
 from adk_stream_protocol.demo.live_options import LiveOptions
-from adk_stream_protocol.demo.model import answer_parts, model_responses
+from adk_stream_protocol.demo.model import reply_responses
 from adk_stream_protocol.demo.plans import PlannedCall
 from adk_stream_protocol.demo.replies import Reply
 from adk_stream_protocol.settings import Settings
@@ -124,12 +124,8 @@ class ScriptedLlm(BaseLlm):
     async def generate_content_async(
         self, llm_request: LlmRequest, stream: bool = False
     ) -> AsyncGenerator[LlmResponse, None]:
-        answer = self.answer(llm_request.contents)
-        if answer.error is not None:
-            yield LlmResponse(error_code=answer.error_code, error_message=answer.error)
-            return
-        parts = answer_parts(answer.thought, answer.text, answer.calls)
-        async for response in model_responses(parts, llm_request, stream, model_version=self.model):
+        reply = await self._reply(llm_request.contents)
+        async for response in reply_responses(reply, llm_request, stream, model_version=self.model):
             yield response
 
     @override
@@ -139,14 +135,15 @@ class ScriptedLlm(BaseLlm):
         with this script deciding each reply, and no pauses."""
         options = LiveOptions.from_config(llm_request.live_connect_config)
         connection = OfflineLiveConnection(
-            options, model_version=self.model, pace_seconds=0, decide=self._live_reply
+            options, model_version=self.model, pace_seconds=0, decide=self._reply
         )
         try:
             yield connection
         finally:
             await connection.close()
 
-    async def _live_reply(self, contents: Sequence[types.Content]) -> Reply:
+    async def _reply(self, contents: Sequence[types.Content]) -> Reply:
+        """The script's answer as the demo model's reply, which both connections play."""
         answer = self.answer(contents)
         return Reply(
             thought=answer.thought or None,

@@ -22,7 +22,7 @@ from typing_extensions import override
 from .chunks import chunk_text
 from .live import OfflineLiveConnection
 from .names import OFFLINE_MODEL_NAME, OFFLINE_MODEL_PATTERN
-from .replies import ERROR_CODE, ERROR_MESSAGE, decide_reply_off_loop, within_tools
+from .replies import Reply, decide_reply_off_loop, within_tools
 from .usage import token_usage
 
 
@@ -46,16 +46,10 @@ class OfflineDemoLlm(BaseLlm):
     async def generate_content_async(
         self, llm_request: LlmRequest, stream: bool = False
     ) -> AsyncGenerator[LlmResponse, None]:
-        reply = await decide_reply_off_loop(llm_request.contents)
-        if reply.error:
-            yield LlmResponse(error_code=ERROR_CODE, error_message=ERROR_MESSAGE)
-            return
-
-        reply = within_tools(reply, llm_request.tools_dict)
-        parts = answer_parts(reply.thought, reply.text, reply.calls)
-        async for response in model_responses(
-            parts, llm_request, stream, model_version=self.model, grounding=reply.grounding
-        ):
+        reply = within_tools(
+            await decide_reply_off_loop(llm_request.contents), llm_request.tools_dict
+        )
+        async for response in reply_responses(reply, llm_request, stream, model_version=self.model):
             yield response
 
     @override
@@ -67,6 +61,21 @@ class OfflineDemoLlm(BaseLlm):
             yield connection
         finally:
             await connection.close()
+
+
+async def reply_responses(
+    reply: Reply, llm_request: LlmRequest, stream: bool, *, model_version: str
+) -> AsyncGenerator[LlmResponse, None]:
+    """One model call's responses for a reply: its error, or its answer (``model_responses``).
+    Shared with the scripted model of ``adk_stream_protocol.testing``."""
+    if reply.error:
+        yield LlmResponse(error_code=reply.error_code, error_message=reply.error_message)
+        return
+    parts = answer_parts(reply.thought, reply.text, reply.calls)
+    async for response in model_responses(
+        parts, llm_request, stream, model_version=model_version, grounding=reply.grounding
+    ):
+        yield response
 
 
 async def model_responses(
