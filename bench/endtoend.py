@@ -41,59 +41,63 @@ def run(size: Size, ours: Server, adk: Server) -> list[Figure]:
 
 
 async def _run(size: Size, ours: Server, adk: Server) -> list[Figure]:
+    return await compare(size, ours, adk, benchmark="2 end-to-end", comparison="ADK /run_sse")
+
+
+async def compare(
+    size: Size, ours: Server, theirs: Server, *, benchmark: str, comparison: str
+) -> list[Figure]:
+    """Benchmark 2's figures for two servers: time to first text and total time of the long
+    answer (requests alternate between them), requests/s at each concurrency, failures."""
     prompt = long_prompt(size.answer_words, size.words_per_partial)
     words = f"{size.answer_words:,}-word answer, {size.words_per_partial} words per partial"
-    first = Figure(
-        "2 end-to-end", "time to first text", "ms", "lower", "ADK /run_sse", GOAL_TIME, words
-    )
-    total = Figure("2 end-to-end", "total time", "ms", "lower", "ADK /run_sse", GOAL_TIME)
+    first = Figure(benchmark, "time to first text", "ms", "lower", comparison, GOAL_TIME, words)
+    total = Figure(benchmark, "total time", "ms", "lower", comparison, GOAL_TIME)
     rates = {
         c: Figure(
-            "2 end-to-end",
-            f"requests/s at concurrency {c}",
-            "req/s",
-            "higher",
-            "ADK /run_sse",
-            GOAL_RATE,
+            benchmark, f"requests/s at concurrency {c}", "req/s", "higher", comparison, GOAL_RATE
         )
         for c in size.rps_requests
     }
-    errors = Figure("2 end-to-end", "failed requests", "", "lower", "ADK /run_sse", limit=0)
-    for server in (ours, adk):
+    errors = Figure(benchmark, "failed requests", "", "lower", comparison, limit=0)
+    servers = {"ours": ours, "theirs": theirs}
+    for server in servers.values():
         async with client() as http:
             await warm_up(http, server)
     for r in range(size.runs):
-        order = (ours, adk) if r % 2 == 0 else (adk, ours)
+        order = ("ours", "theirs") if r % 2 == 0 else ("theirs", "ours")
         firsts: dict[str, float] = {}
         totals: dict[str, float] = {}
         rps: dict[tuple[str, int], float] = {}
-        failed = {"ours": 0, "adk": 0}
+        failed = {"ours": 0, "theirs": 0}
         # Latency: requests alternate between the servers, so that a slow moment of the
         # machine falls on both. One client each, fresh every run: connections idle in a pool
         # while the other server is measured get closed by the server (keep-alive timeout),
         # and a request that reuses one in that instant fails for no fault of either server.
         async with client() as http_a, client() as http_b:
-            clients = {order[0].kind: http_a, order[1].kind: http_b}
-            answers: dict[str, list[Answer]] = {"ours": [], "adk": []}
+            clients = {order[0]: http_a, order[1]: http_b}
+            answers: dict[str, list[Answer]] = {"ours": [], "theirs": []}
             for _ in range(size.latency_requests):
-                for server in order:
-                    answers[server.kind].append(await ask(clients[server.kind], server, prompt))
-        for server in order:
-            got = answers[server.kind]
-            failed[server.kind] += sum(not a.ok for a in got)
-            firsts[server.kind] = statistics.median(a.first_text for a in got) * 1000
-            totals[server.kind] = statistics.median(a.total for a in got) * 1000
+                for name in order:
+                    answers[name].append(await ask(clients[name], servers[name], prompt))
+        for name in order:
+            got = answers[name]
+            failed[name] += sum(not a.ok for a in got)
+            firsts[name] = statistics.median(a.first_text for a in got) * 1000
+            totals[name] = statistics.median(a.total for a in got) * 1000
         # Throughput: each level for one server, then the other, in this run's order.
         for concurrency, count in size.rps_requests.items():
-            for server in order:
+            for name in order:
                 async with client() as http:
-                    got, wall = await bounded(count, concurrency, asker(http, server, prompt))
-                failed[server.kind] += sum(not a.ok for a in got)
-                rps[server.kind, concurrency] = sum(a.ok for a in got) / wall
-        first.add(firsts["ours"], firsts["adk"])
-        total.add(totals["ours"], totals["adk"])
+                    got, wall = await bounded(
+                        count, concurrency, asker(http, servers[name], prompt)
+                    )
+                failed[name] += sum(not a.ok for a in got)
+                rps[name, concurrency] = sum(a.ok for a in got) / wall
+        first.add(firsts["ours"], firsts["theirs"])
+        total.add(totals["ours"], totals["theirs"])
         for concurrency, figure in rates.items():
-            figure.add(rps["ours", concurrency], rps["adk", concurrency])
-        errors.add(failed["ours"], failed["adk"])
+            figure.add(rps["ours", concurrency], rps["theirs", concurrency])
+        errors.add(failed["ours"], failed["theirs"])
         print(f"  run {r + 1}: first text {firsts}, total {totals}, rps {rps}")
     return [first, total, *rates.values(), errors]
