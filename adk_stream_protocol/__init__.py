@@ -1,10 +1,21 @@
 """Serve a Google ADK agent to Vercel AI SDK clients (``useChat``, ai 6 and 7) over SSE and
-WebSocket."""
+WebSocket.
 
-from adk_stream_protocol.agents_folder import create_server
-from adk_stream_protocol.app import create_app
-from adk_stream_protocol.converter import StreamProtocolConverter
-from adk_stream_protocol.settings import Settings
-from adk_stream_protocol.tool_ui import send_data
+What users import lives here, whichever folder holds it (docs/architecture.md).
+"""
 
-__all__ = ["Settings", "StreamProtocolConverter", "create_app", "create_server", "send_data"]
+from adk_stream_protocol.foundation.identity import current_user
+from adk_stream_protocol.foundation.settings import Settings
+from adk_stream_protocol.plugins.tool_ui import send_data
+from adk_stream_protocol.protocol.converter import StreamProtocolConverter
+from adk_stream_protocol.server.agents_folder import create_server
+from adk_stream_protocol.server.app import create_app
+
+__all__ = [
+    "Settings",
+    "StreamProtocolConverter",
+    "create_app",
+    "create_server",
+    "current_user",
+    "send_data",
+]

@@ -21,9 +21,9 @@ from pathlib import Path
 import uvicorn
 from starlette.types import ASGIApp
 
-from adk_stream_protocol.agents_folder import create_server
-from adk_stream_protocol.replay import create_replay_app
-from adk_stream_protocol.settings import Settings
+from adk_stream_protocol.foundation.settings import Settings
+from adk_stream_protocol.replay.app import create_replay_app
+from adk_stream_protocol.server.agents_folder import create_server
 
 logger = logging.getLogger(__name__)
 

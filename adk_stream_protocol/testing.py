@@ -32,16 +32,16 @@ from pydantic import BaseModel, Field
 from starlette.testclient import TestClient
 from typing_extensions import override
 
-from adk_stream_protocol.agents import AgentLike
-from adk_stream_protocol.app import create_app
-from adk_stream_protocol.chunks import UI_MESSAGE_CHUNK
 from adk_stream_protocol.demo.history import calls_of, latest_user_message_index, text_of
 from adk_stream_protocol.demo.live import OfflineLiveConnection
 from adk_stream_protocol.demo.live_options import LiveOptions
 from adk_stream_protocol.demo.model import reply_responses
 from adk_stream_protocol.demo.plans import PlannedCall
 from adk_stream_protocol.demo.replies import Reply
-from adk_stream_protocol.settings import Settings
+from adk_stream_protocol.foundation.settings import Settings
+from adk_stream_protocol.protocol.chunks import UI_MESSAGE_CHUNK
+from adk_stream_protocol.server.app import create_app
+from adk_stream_protocol.turns.bridge import AgentLike
 
 __all__ = [
     "NO_SCRIPT",

@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 from websockets.asyncio.client import ClientConnection, connect
 
-from adk_stream_protocol.chat_sockets import MAX_OPEN_REQUESTS
+from adk_stream_protocol.transports.chat_sockets import MAX_OPEN_REQUESTS
 from bench.agent import long_prompt
 from bench.clients import Answer, ask, bounded, chat_body, client, new_chat, user_message
 from bench.core import Figure, Size

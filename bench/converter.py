@@ -25,8 +25,8 @@ from google.genai import types
 from pydantic_ai import messages as pa
 from pydantic_ai.ui.vercel_ai import VercelAIEventStream
 
-from adk_stream_protocol.converter import StreamProtocolConverter
-from adk_stream_protocol.sse import DONE, encode_event
+from adk_stream_protocol.protocol.converter import StreamProtocolConverter
+from adk_stream_protocol.protocol.sse import DONE, encode_event
 from bench.core import Figure, Size
 
 AUTHOR = "bench_agent"

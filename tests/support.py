@@ -45,8 +45,8 @@ from starlette.types import ASGIApp
 from starlette.websockets import WebSocketDisconnect
 
 from adk_stream_protocol import Settings, create_app, testing
-from adk_stream_protocol.chunks import UI_MESSAGE_CHUNK
-from adk_stream_protocol.history import is_user_turn, live_events
+from adk_stream_protocol.protocol.chunks import UI_MESSAGE_CHUNK
+from adk_stream_protocol.store.history import is_user_turn, live_events
 
 # The package's own (users' tests use them too), offered to the tests from here.
 from adk_stream_protocol.testing import answer_approvals as answer_approvals

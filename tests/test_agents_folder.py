@@ -14,8 +14,8 @@ from fastapi.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
 from adk_stream_protocol import Settings
-from adk_stream_protocol.agents_folder import create_server
 from adk_stream_protocol.demo.replies import MISSING_TOOLS_TEXT
+from adk_stream_protocol.server.agents_folder import create_server
 from tests.support import (
     PLAYGROUND_DIST,
     StreamResult,

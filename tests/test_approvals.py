@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from adk_stream_protocol.history import live_events
-from adk_stream_protocol.tool_calls import ABANDONED_RESULT as CANCELLED_RESULT
+from adk_stream_protocol.protocol.tool_calls import ABANDONED_RESULT as CANCELLED_RESULT
+from adk_stream_protocol.store.history import live_events
 from tests.apps import user_from_header
 from tests.real_client import CLIENTS, drive, ready, tool_parts
 from tests.support import (

@@ -8,8 +8,8 @@ import typing
 import pytest
 from pydantic import ValidationError
 
-from adk_stream_protocol import chunks as c
-from adk_stream_protocol.sse import encode_event, format_event
+from adk_stream_protocol.protocol import chunks as c
+from adk_stream_protocol.protocol.sse import encode_event, format_event
 
 # One chunk of every type, with optional fields both set and unset.
 SAMPLES: list[c.BaseChunk] = [

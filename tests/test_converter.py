@@ -8,9 +8,9 @@ from google.adk.events import Event, EventActions
 from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.genai import types
 
-from adk_stream_protocol.chunks import BaseChunk
-from adk_stream_protocol.converter import StreamProtocolConverter
-from adk_stream_protocol.event_values import map_finish_reason
+from adk_stream_protocol.protocol.chunks import BaseChunk
+from adk_stream_protocol.protocol.converter import StreamProtocolConverter
+from adk_stream_protocol.protocol.event_values import map_finish_reason
 from tests.support import assert_strict_chunk
 
 AGENT = "demo_agent"
@@ -411,7 +411,7 @@ def test_guard_adk_event_fields_are_known() -> None:
 
 
 def test_only_what_pauses_keeps_new_calls_and_drops_held_content() -> None:
-    from adk_stream_protocol.deferral import only_what_pauses
+    from adk_stream_protocol.turns.deferral import only_what_pauses
 
     converter = StreamProtocolConverter(message_id="m", id_prefix="t")
     chunks = converter.start()

@@ -1,5 +1,5 @@
 """The coordination interfaces' contract, run against both implementations: in process
-(``local_coordination.py``) and in Redis (``redis_coordination.py``, one connection: what it
+(``coordination/local.py``) and in Redis (``coordination/redis/``, one connection: what it
 does across processes is in ``test_redis_coordination.py``). The local objects' own counters
 are checked on the local implementation alone. Nothing here sleeps to wait: the tests await
 the operations, and only the timeout tests use a tiny timeout."""
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from adk_stream_protocol.coordination import (
+from adk_stream_protocol.coordination.base import (
     ChatKey,
     ChatLease,
     ChatLeases,
@@ -24,14 +24,14 @@ from adk_stream_protocol.coordination import (
     StopSignals,
     WaitingCall,
 )
-from adk_stream_protocol.local_coordination import (
+from adk_stream_protocol.coordination.local import (
     LocalChatLeases,
     LocalChunkLogs,
     LocalPendingCalls,
     LocalStopSignals,
     local_coordination,
 )
-from adk_stream_protocol.tool_calls import BROWSER_TIMEOUT_RESULT
+from adk_stream_protocol.protocol.tool_calls import BROWSER_TIMEOUT_RESULT
 
 CHAT: ChatKey = ("user-1", "chat-1")
 OTHER: ChatKey = ("user-1", "chat-2")
@@ -56,7 +56,7 @@ async def coordination(backend: tuple[str, str] | None) -> AsyncIterator[Coordin
     if backend is None:
         yield local_coordination()
         return
-    from adk_stream_protocol.redis_coordination import connect_redis_coordination
+    from adk_stream_protocol.coordination.redis.coordination import connect_redis_coordination
 
     url, prefix = backend
     connected = await connect_redis_coordination(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from adk_stream_protocol.chunks import (
+from adk_stream_protocol.protocol.chunks import (
     BaseChunk,
     DataChunk,
     FileChunk,
@@ -21,7 +21,7 @@ from adk_stream_protocol.chunks import (
     ToolOutputDeniedChunk,
     ToolOutputErrorChunk,
 )
-from adk_stream_protocol.deferral import Deferral, only_what_pauses
+from adk_stream_protocol.turns.deferral import Deferral, only_what_pauses
 
 
 def text(text_id: str, words: str) -> list[BaseChunk]:

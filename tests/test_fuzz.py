@@ -45,12 +45,10 @@ from schemathesis.specs.openapi.checks import (
     response_schema_conformance,
 )
 
-from adk_stream_protocol.app import create_app
-from adk_stream_protocol.errors import RequestError
-from adk_stream_protocol.limits import RequestLimits
-from adk_stream_protocol.live_frames import parse_frame, read_frame
-from adk_stream_protocol.settings import Settings
-from adk_stream_protocol.ui_messages import (
+from adk_stream_protocol.foundation.errors import RequestError
+from adk_stream_protocol.foundation.limits import RequestLimits
+from adk_stream_protocol.foundation.settings import Settings
+from adk_stream_protocol.protocol.ui_messages import (
     CHAT_ID_PATTERN,
     AnyToolUIPart,
     ChatRequest,
@@ -60,6 +58,8 @@ from adk_stream_protocol.ui_messages import (
     ToolState,
     parse_chat_body,
 )
+from adk_stream_protocol.server.app import create_app
+from adk_stream_protocol.transports.live_frames import parse_frame, read_frame
 from tests.support import (
     LiveServer,
     SocketClosed,

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from google.genai import types
 
-from adk_stream_protocol.errors import RequestError
-from adk_stream_protocol.inputs import browser_result, is_voice_turn, user_content
-from adk_stream_protocol.ui_messages import AnyToolUIPart, UIMessage
+from adk_stream_protocol.foundation.errors import RequestError
+from adk_stream_protocol.protocol.inputs import browser_result, is_voice_turn, user_content
+from adk_stream_protocol.protocol.ui_messages import AnyToolUIPart, UIMessage
 
 
 def message(*parts: dict[str, Any], role: str = "user") -> UIMessage:
@@ -264,7 +264,7 @@ def test_a_provider_reference_beside_a_data_url_leaves_the_data_in_use() -> None
 def test_v7_display_parts_are_left_out_and_logged_at_debug_without_content(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="adk_stream_protocol.inputs")
+    caplog.set_level(logging.DEBUG, logger="adk_stream_protocol.protocol.inputs")
     content = user_content(
         message(
             {"type": "custom", "kind": "openai.compaction", "providerMetadata": {"openai": {}}},

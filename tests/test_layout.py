@@ -1,5 +1,6 @@
-"""The package's layout rules (docs/architecture.md): a one-way import graph and small
-modules."""
+"""The package's layout rules (docs/architecture.md, docs/adr/0029): each folder is one layer
+or one seam, imports go down the layers and never back, modules are small, and the
+architecture page names every folder and module of the tree."""
 
 from __future__ import annotations
 
@@ -7,7 +8,25 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "adk_stream_protocol"
+ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
 MAX_LINES = 400
+
+# The layers, top first: a folder's modules import their own folder's and those of lower
+# layers only. Folders that share a layer are siblings and never import each other. ""
+# is the package's own top level: its front door (the public API, the command, users' test
+# helpers).
+LAYERS: list[set[str]] = [
+    {""},
+    {"server", "replay"},
+    {"demo"},  # an agent like any other (send_data is its only import); the server loads it
+    {"transports"},
+    {"turns"},
+    {"plugins", "observability"},
+    {"coordination", "store"},
+    {"protocol"},
+    {"foundation"},
+]
+FRONT_DOOR = {"__init__", "__main__", "cli", "testing"}
 
 
 def _module_name(path: Path) -> str:
@@ -58,6 +77,62 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+def folder_of(module: str) -> str:
+    """``adk_stream_protocol.coordination.redis.leases`` -> ``coordination``; "" at the top."""
+    parts = module.split(".")[1:]
+    return parts[0] if len(parts) > 1 or (parts and (PACKAGE / parts[0]).is_dir()) else ""
+
+
+def layer_of(folder: str) -> int:
+    return next(rank for rank, folders in enumerate(LAYERS) if folder in folders)
+
+
+def test_every_module_is_in_a_layer() -> None:
+    folders = {path.name for path in PACKAGE.iterdir() if (path / "__init__.py").is_file()}
+    assert folders == set().union(*LAYERS) - {""}
+    top = {path.stem for path in PACKAGE.glob("*.py")}
+    assert top == FRONT_DOOR, "a module at the top level that is not the front door"
+
+
+def test_imports_go_down_the_layers() -> None:
+    graph = import_graph()
+    assert "adk_stream_protocol.transports.live" in graph["adk_stream_protocol.server.app"]
+    upwards = []
+    for module, targets in graph.items():
+        source = folder_of(module)
+        for target in targets:
+            folder = folder_of(target)
+            if folder != source and layer_of(folder) <= layer_of(source):
+                upwards.append(f"{module} -> {target}")
+    assert not upwards
+
+
+def test_the_layer_check_sees_a_wrong_import() -> None:
+    assert folder_of("adk_stream_protocol.coordination.redis.leases") == "coordination"
+    assert folder_of("adk_stream_protocol.testing") == ""
+    assert folder_of("adk_stream_protocol.protocol") == "protocol"
+    assert layer_of("protocol") > layer_of("turns")  # turns -> protocol is down; not back
+    assert layer_of("server") == layer_of("replay")  # siblings: neither imports the other
+
+
+def test_the_architecture_page_names_every_folder_and_module() -> None:
+    page = ARCHITECTURE.read_text(encoding="utf-8")
+    missing = [
+        str(path.relative_to(PACKAGE))
+        for path in PACKAGE.rglob("*.py")
+        if path.name != "__init__.py"
+        and path.parent.name != "demo"
+        and f"`{path.name}`" not in page
+    ]
+    missing += [
+        f"{folder}/"
+        for folders in LAYERS
+        for folder in folders
+        if folder and f"`{folder}/`" not in page
+    ]
+    assert not missing, f"docs/architecture.md does not name: {missing}"
+
+
 def test_the_finder_sees_a_cycle() -> None:
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
@@ -65,19 +140,21 @@ def test_the_finder_sees_a_cycle() -> None:
 
 def test_no_module_imports_back() -> None:
     graph = import_graph()
-    assert "adk_stream_protocol.live" in graph["adk_stream_protocol.app"]  # the graph is read
+    assert (
+        "adk_stream_protocol.transports.live" in graph["adk_stream_protocol.server.app"]
+    )  # the graph is read
     assert find_cycle(graph) is None
 
 
 def test_the_transports_and_the_core_never_import_the_app() -> None:
     graph = import_graph()
-    importers = {m for m, targets in graph.items() if "adk_stream_protocol.app" in targets}
+    importers = {m for m, targets in graph.items() if "adk_stream_protocol.server.app" in targets}
     # The package's front door, the test helpers that start the app for users' tests, and the
     # server of a folder of agents (an app per agent), which the command runs.
     front = {
         "adk_stream_protocol",
         "adk_stream_protocol.testing",
-        "adk_stream_protocol.agents_folder",
+        "adk_stream_protocol.server.agents_folder",
     }
     assert importers <= front, importers
 

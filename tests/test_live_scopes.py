@@ -18,10 +18,10 @@ from fastapi.testclient import TestClient
 from starlette.testclient import WebSocketTestSession
 
 from adk_stream_protocol import create_app
-from adk_stream_protocol.bridge import Bridge, bridge_of
-from adk_stream_protocol.local_coordination import LocalChatLeases, LocalChunkLogs
-from adk_stream_protocol.settings import Settings
-from adk_stream_protocol.tool_calls import DISCONNECTED_RESULT
+from adk_stream_protocol.coordination.local import LocalChatLeases, LocalChunkLogs
+from adk_stream_protocol.foundation.settings import Settings
+from adk_stream_protocol.protocol.tool_calls import DISCONNECTED_RESULT
+from adk_stream_protocol.turns.bridge import Bridge, bridge_of
 from tests.support import chat_body, user_message
 
 USER = "local-user"

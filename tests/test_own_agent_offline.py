@@ -12,8 +12,8 @@ from google.adk.agents import LlmAgent, SequentialAgent
 from google.adk.models import LLMRegistry
 from google.adk.models import registry as adk_registry
 
-from adk_stream_protocol.demo.names import OFFLINE_MODEL_PATTERN
 from adk_stream_protocol.demo.replies import MISSING_TOOLS_TEXT
+from adk_stream_protocol.foundation.model_names import OFFLINE_MODEL_PATTERN
 from adk_stream_protocol.testing import serve_agent
 from tests.support import (
     LiveSocket,

@@ -9,9 +9,12 @@ import pytest
 from google.adk.events import Event, EventActions
 from google.genai import types
 
-from adk_stream_protocol.errors import RequestError
-from adk_stream_protocol.limits import RequestLimits
-from adk_stream_protocol.planner import (
+from adk_stream_protocol.foundation.errors import RequestError
+from adk_stream_protocol.foundation.limits import RequestLimits
+from adk_stream_protocol.foundation.settings import Settings
+from adk_stream_protocol.protocol.tool_calls import ABANDONED_RESULT, CONFIRMATION_TOOL, turn_calls
+from adk_stream_protocol.protocol.ui_messages import ChatRequest, UIMessage, parse_chat_request
+from adk_stream_protocol.turns.planner import (
     Answers,
     Decision,
     RearmedCall,
@@ -21,9 +24,6 @@ from adk_stream_protocol.planner import (
     collect_answers,
     plan_turn,
 )
-from adk_stream_protocol.settings import Settings
-from adk_stream_protocol.tool_calls import ABANDONED_RESULT, CONFIRMATION_TOOL, turn_calls
-from adk_stream_protocol.ui_messages import ChatRequest, UIMessage, parse_chat_request
 from tests.test_tool_calls import (
     call_event,
     gated_call,

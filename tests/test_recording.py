@@ -121,14 +121,14 @@ def test_an_unwritable_directory_costs_the_response_nothing(
 ) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
-    caplog.set_level(logging.DEBUG, logger="adk_stream_protocol.recording")
+    caplog.set_level(logging.DEBUG, logger="adk_stream_protocol.observability.recording")
     with in_process_app(tmp_path, record_dir=blocker / "recordings") as app:
         for text in ("hello", "hello again"):
             result = post_stream(app, chat_body(new_chat(), user_message(text, "u1")))
             assert result.status == 200
             assert "You said" in result.text()
     # The app has stopped: every write has been tried.
-    records = [r for r in caplog.records if r.name == "adk_stream_protocol.recording"]
+    records = [r for r in caplog.records if r.name == "adk_stream_protocol.observability.recording"]
     warnings = [r for r in records if r.levelno == logging.WARNING]
     assert len(warnings) == 1, [r.getMessage() for r in records]
     assert "recording not written" in warnings[0].getMessage()

@@ -20,10 +20,13 @@ import pytest
 import pytest_asyncio
 import redis.asyncio as redis
 
-from adk_stream_protocol.coordination import ChatKey
-from adk_stream_protocol.redis_chunk_logs import PRODUCER_GONE_EVENT
-from adk_stream_protocol.redis_coordination import RedisCoordination, connect_redis_coordination
-from adk_stream_protocol.redis_signals import RedisKeys
+from adk_stream_protocol.coordination.base import ChatKey
+from adk_stream_protocol.coordination.redis.chunk_logs import PRODUCER_GONE_EVENT
+from adk_stream_protocol.coordination.redis.coordination import (
+    RedisCoordination,
+    connect_redis_coordination,
+)
+from adk_stream_protocol.coordination.redis.signals import RedisKeys
 from tests.test_coordination import Listener, Reader, read_all
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,7 +79,7 @@ class Holder:
 
     SCRIPT = """
 import asyncio, sys
-from adk_stream_protocol.redis_coordination import connect_redis_coordination
+from adk_stream_protocol.coordination.redis.coordination import connect_redis_coordination
 
 async def main():
     url, prefix, user_id, chat_id, ttl, write_log = sys.argv[1:]

@@ -20,7 +20,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from adk_stream_protocol import Settings
-from adk_stream_protocol.replay import create_replay_app
+from adk_stream_protocol.replay.app import create_replay_app
 from tests.ai7_socket import V7Socket
 from tests.recordings import PAYMENT, WEATHER, Recorded, new_chat, record_demo_conversations
 from tests.support import (
@@ -344,7 +344,7 @@ def test_files_that_are_not_recordings_are_skipped(
 ) -> None:
     (tmp_path / "junk.jsonl").write_text("not json\n")
     hand_made(tmp_path, "a.jsonl", "hello", answer("hi"))
-    caplog.set_level(logging.WARNING, logger="adk_stream_protocol.replay_store")
+    caplog.set_level(logging.WARNING, logger="adk_stream_protocol.replay.store")
     with replay_app(tmp_path) as target:
         assert target.http.get("/health").json()["recordings"] == 1
     assert "skipped junk.jsonl" in caplog.text

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from adk_stream_protocol import Settings
-from adk_stream_protocol.replay import create_replay_app
+from adk_stream_protocol.replay.app import create_replay_app
 from tests.real_client import (
     V7,
     assistant_messages,

@@ -23,11 +23,10 @@ from google.adk.tools import FunctionTool, LongRunningFunctionTool
 from google.genai import types
 
 from adk_stream_protocol.demo.tools import ApprovalLongRunningFunctionTool
-from adk_stream_protocol.errors import RequestError
-from adk_stream_protocol.history import STEERING_IDS_KEY
-from adk_stream_protocol.limits import RequestLimits
-from adk_stream_protocol.settings import Settings
-from adk_stream_protocol.ui_messages import (
+from adk_stream_protocol.foundation.errors import RequestError
+from adk_stream_protocol.foundation.limits import RequestLimits
+from adk_stream_protocol.foundation.settings import Settings
+from adk_stream_protocol.protocol.ui_messages import (
     CustomUIPart,
     FileUIPart,
     ReasoningFileUIPart,
@@ -35,6 +34,7 @@ from adk_stream_protocol.ui_messages import (
     TextUIPart,
     parse_chat_request,
 )
+from adk_stream_protocol.store.history import STEERING_IDS_KEY
 from tests.ai7_socket import V7Socket
 from tests.support import (
     PNG_1X1,

@@ -467,7 +467,7 @@ def _drop_lease(env: dict[str, str], chat: str) -> None:
     """What a holder stalled past the TTL finds: its lease gone (another may take the chat)."""
     import redis
 
-    from adk_stream_protocol.redis_signals import RedisKeys
+    from adk_stream_protocol.coordination.redis.signals import RedisKeys
 
     keys = RedisKeys(f"{env['ADK_STREAM_REDIS_KEY_PREFIX']}:{APP_NAME}")
     client = redis.Redis.from_url(env["ADK_STREAM_REDIS_URL"])

@@ -25,8 +25,8 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
-from adk_stream_protocol.errors import RequestError
-from adk_stream_protocol.sessions import (
+from adk_stream_protocol.foundation.errors import RequestError
+from adk_stream_protocol.store.sessions import (
     TABLES_LOCK_KEY,
     ChatSessions,
     asyncpg_url,
@@ -44,7 +44,7 @@ from tests.support import (
 )
 
 ADK_TABLES = ["adk_internal_metadata", "app_states", "events", "sessions", "user_states"]
-LOGGER = "adk_stream_protocol.sessions"
+LOGGER = "adk_stream_protocol.store.sessions"
 STARTING_TOGETHER = 4  # processes
 
 NewDatabase = Callable[[], str]
@@ -139,7 +139,7 @@ async def test_memory_and_sqlite_open_chats_as_before(tmp_path: Path) -> None:
 STARTER = """
 import asyncio, os, sys, traceback
 from sqlalchemy import text
-from adk_stream_protocol.sessions import ChatSessions, create_session_service
+from adk_stream_protocol.store.sessions import ChatSessions, create_session_service
 
 async def start(url, ready, go):
     sessions = ChatSessions(create_session_service(url), "chats")

@@ -13,8 +13,8 @@ from google.adk.agents import LlmAgent
 from google.adk.apps import App
 from google.adk.sessions.sqlite_session_service import SqliteSessionService
 
-from adk_stream_protocol.agents import app_name_of
-from adk_stream_protocol.settings import DEFAULT_SESSION_STORE, Settings
+from adk_stream_protocol.foundation.settings import DEFAULT_SESSION_STORE, Settings
+from adk_stream_protocol.server.agents import app_name_of
 from adk_stream_protocol.testing import AgentClient, serve_agent, settings_for_tests
 
 STORE = Path(".adk-stream")

@@ -12,8 +12,13 @@ from google.adk.events import Event, EventActions
 from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.genai import types
 
-from adk_stream_protocol.history import DEFERRED_KEY, RESPONSE_ID_KEY, USER_MESSAGE_ID_KEY
-from adk_stream_protocol.tool_calls import CONFIRMATION_TOOL, Confirmation, TurnCalls, turn_calls
+from adk_stream_protocol.protocol.tool_calls import (
+    CONFIRMATION_TOOL,
+    Confirmation,
+    TurnCalls,
+    turn_calls,
+)
+from adk_stream_protocol.store.history import DEFERRED_KEY, RESPONSE_ID_KEY, USER_MESSAGE_ID_KEY
 
 # ADK's stand-in result for a call that waits for the user's confirmation.
 PLACEHOLDER = {"error": "This tool call requires confirmation, please approve or reject."}

@@ -18,11 +18,16 @@ from google.adk.sessions import InMemorySessionService
 from google.adk.tools import ToolContext
 from google.genai import types
 
-from adk_stream_protocol.chunks import DataChunk, FileChunk, TextDeltaChunk, ToolInputStartChunk
-from adk_stream_protocol.deferral import Deferral
 from adk_stream_protocol.demo import OFFLINE_MODEL_NAME, build_demo_agent
 from adk_stream_protocol.demo.reports import CHART_FILENAME
-from adk_stream_protocol.tool_ui import send_data
+from adk_stream_protocol.plugins.tool_ui import send_data
+from adk_stream_protocol.protocol.chunks import (
+    DataChunk,
+    FileChunk,
+    TextDeltaChunk,
+    ToolInputStartChunk,
+)
+from adk_stream_protocol.turns.deferral import Deferral
 from tests.ai7_socket import V7Socket
 from tests.support import (
     InProcessApp,
@@ -227,7 +232,7 @@ async def test_send_data_outside_a_served_turn_does_nothing(
     )
     await sessions.create_session(app_name="plain", user_id="u", session_id="s")
     message = types.Content(role="user", parts=[types.Part(text="Draw a chart")])
-    with caplog.at_level(logging.DEBUG, logger="adk_stream_protocol.tool_ui"):
+    with caplog.at_level(logging.DEBUG, logger="adk_stream_protocol.plugins.tool_ui"):
         events = [
             e async for e in runner.run_async(user_id="u", session_id="s", new_message=message)
         ]

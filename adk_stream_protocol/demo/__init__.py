@@ -1,8 +1,9 @@
 """Offline demo agent: a scripted model and five tools (two run in the browser)."""
 
+from adk_stream_protocol.foundation.model_names import OFFLINE_MODEL_NAME
+
 from .agent import build_demo_agent
 from .model import OfflineDemoLlm, register_offline_model
-from .names import OFFLINE_MODEL_NAME
 from .tools import demo_tools
 
 __all__ = [

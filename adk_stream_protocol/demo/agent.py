@@ -5,8 +5,9 @@ from __future__ import annotations
 from google.adk.agents import LlmAgent
 from google.adk.models import BaseLlm
 
+from adk_stream_protocol.foundation.model_names import OFFLINE_MODEL_NAME, is_offline_model
+
 from .model import register_offline_model
-from .names import OFFLINE_MODEL_NAME, is_offline_model
 from .tools import demo_tools
 
 __all__ = ["OFFLINE_MODEL_NAME", "build_demo_agent"]

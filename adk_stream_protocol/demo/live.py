@@ -59,6 +59,8 @@ from google.adk.models.llm_response import LlmResponse
 from google.genai import types
 from typing_extensions import override
 
+from adk_stream_protocol.foundation.model_names import OFFLINE_MODEL_NAME
+
 from .audio import OUTPUT_AUDIO_MIME_TYPE, sample_rate, voice_chunk
 from .chunks import chunk_text
 from .listening import (
@@ -70,7 +72,6 @@ from .listening import (
 )
 from .live_options import LiveOptions
 from .live_turn import Turn
-from .names import OFFLINE_MODEL_NAME
 from .replies import Decide, decide_reply_off_loop, within_tools
 from .usage import token_usage
 

@@ -19,9 +19,10 @@ from google.adk.models.llm_response import LlmResponse
 from google.genai import types
 from typing_extensions import override
 
+from adk_stream_protocol.foundation.model_names import OFFLINE_MODEL_NAME, OFFLINE_MODEL_PATTERN
+
 from .chunks import chunk_text
 from .live import OfflineLiveConnection
-from .names import OFFLINE_MODEL_NAME, OFFLINE_MODEL_PATTERN
 from .replies import Reply, decide_reply_off_loop, within_tools
 from .usage import token_usage
 

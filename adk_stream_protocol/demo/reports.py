@@ -10,7 +10,7 @@ from typing import Any
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
-from adk_stream_protocol.tool_ui import send_data
+from adk_stream_protocol.plugins.tool_ui import send_data
 
 CHART_FILENAME = "temperatures.svg"
 # The cities the offline weather knows, with their temperatures (°C).

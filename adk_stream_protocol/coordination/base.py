@@ -1,0 +1,134 @@
+"""What must be shared when several processes serve one chat, behind small interfaces.
+
+Four kinds of state outlive a single request and may have to be seen by another process:
+
+- ``ChatLeases``: the right to run a chat; two requests on one chat never run at once.
+- ``PendingCalls``: tool calls waiting for the client (approvals, browser results). The tool
+  waits where its run is; the answer may arrive anywhere.
+- ``StopSignals``: a request to stop a chat's running response.
+- ``ChunkLogs``: the chunks an active response has sent, so a client can resume it.
+
+The transports and the core only know these interfaces. ``local.py`` gives the
+in-process implementations (the embedded default); a shared store implements the same
+interfaces. Every method that may need the network is a coroutine, and every wait is on an
+event, never a poll.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+ChatKey = tuple[str, str]  # (user id, chat id): a chat belongs to its user
+
+Outcome = Literal["approved", "denied", "timeout", "cancelled"]
+
+
+class ChatLease(Protocol):
+    """The right to run one chat, held until released (released once, whoever calls).
+
+    A shared store's lease lapses when its holder stops renewing it (a crashed process). A
+    live holder whose lease lapsed anyway (a stalled process, a lost store) finds ``lost``
+    set: another may hold the chat now, so it must stop its run.
+    """
+
+    token: str  # this holding, unique: whoever checks the chat's holder compares it
+    lost: asyncio.Event
+
+    async def release(self) -> None: ...
+
+
+class ChatLeases(Protocol):
+    async def acquire(self, chat: ChatKey, wait_seconds: float) -> ChatLease:
+        """Wait up to ``wait_seconds`` for the chat; ``TimeoutError`` if it stays busy."""
+
+    async def try_acquire(self, chat: ChatKey) -> ChatLease | None:
+        """The chat if it is free now, else None (no queueing behind others)."""
+
+
+@dataclass(frozen=True)
+class WaitingCall:
+    """A tool call that has started to wait for the client."""
+
+    call_id: str
+    tool_name: str
+    approval_id: str | None = None  # set for an approval; None for a browser result
+
+
+class PendingCalls(Protocol):
+    """Tool calls of a chat waiting for the client: the user's approval or the result of a
+    tool the browser runs.
+
+    A call only waits while someone watches its chat (the connection that serves it):
+    with no watcher, an approval is ``cancelled`` and a browser call gets ``unwatched``.
+    """
+
+    def watch(self, chat: ChatKey, listener: Callable[[WaitingCall], None]) -> None:
+        """Call ``listener`` whenever a call of the chat starts to wait."""
+
+    async def unwatch(self, chat: ChatKey, result: dict[str, Any]) -> None:
+        """Nobody serves the chat any more: its waiting calls end (approvals ``cancelled``,
+        browser calls with ``result``)."""
+
+    async def ask_approval(
+        self, chat: ChatKey, call_id: str, tool_name: str, timeout_seconds: float
+    ) -> Outcome: ...
+
+    async def decide(self, chat: ChatKey, approval_id: str, approved: bool) -> None: ...
+
+    async def wait_result(
+        self, chat: ChatKey, call_id: str, timeout_seconds: float, unwatched: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The browser's result for the call (``deliver``), or a timeout result."""
+
+    async def deliver(self, chat: ChatKey, call_id: str, result: dict[str, Any]) -> None:
+        """A browser result; kept if the call does not wait yet (it may still be gated)."""
+
+    async def cancel(self, chat: ChatKey, result: dict[str, Any]) -> None:
+        """End every waiting call of the chat: approvals ``cancelled``, browser calls with
+        ``result``; results delivered early are dropped."""
+
+    async def waiting(self, chat: ChatKey) -> list[WaitingCall]: ...
+
+
+class StopSubscription(Protocol):
+    stopped: asyncio.Event
+
+    async def close(self) -> None: ...
+
+
+class StopSignals(Protocol):
+    async def subscribe(self, chat: ChatKey) -> StopSubscription:
+        """Watch for a stop of the chat's running response (``stopped`` is set)."""
+
+    async def stop(self, chat: ChatKey) -> None: ...
+
+
+class ResponseLog(Protocol):
+    """The framed chunks (SSE events) one active response has sent, in order."""
+
+    async def append(self, events: Sequence[bytes]) -> None: ...
+
+    async def close(self) -> None:
+        """The response ended: followers get the rest and stop."""
+
+
+class ChunkLogs(Protocol):
+    async def open(self, chat: ChatKey, holder: ChatLease) -> ResponseLog:
+        """Start the log of the chat's new active response (replacing an ended one), written
+        under ``holder``: if that lease lapses before the log ends, its producer is gone."""
+
+    async def follow(self, chat: ChatKey) -> AsyncGenerator[bytes, None] | None:
+        """The chat's active response from its first event, then live until it ends; None
+        when the chat has no active response. If the producer dies first, the follower gets
+        an ``error`` event and ``[DONE]`` once its lease has lapsed."""
+
+
+@dataclass(frozen=True)
+class Coordination:
+    leases: ChatLeases
+    pending: PendingCalls
+    stops: StopSignals
+    chunk_logs: ChunkLogs

@@ -1,0 +1,283 @@
+"""In-process implementations of the coordination interfaces (``base.py``).
+
+Each object belongs to one application (built by ``local_coordination()``); its state is
+keyed by chat and dropped as soon as nobody holds, waits for or follows it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import AsyncGenerator, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from adk_stream_protocol.coordination.base import (
+    ChatKey,
+    ChatLease,
+    Coordination,
+    Outcome,
+    WaitingCall,
+)
+from adk_stream_protocol.protocol.tool_calls import BROWSER_TIMEOUT_RESULT
+
+logger = logging.getLogger(__name__)
+
+
+class _LocalLease:
+    def __init__(self, leases: LocalChatLeases, chat: ChatKey) -> None:
+        self._leases = leases
+        self._chat = chat
+        self._released = False
+        self.token = uuid.uuid4().hex
+        self.lost = asyncio.Event()  # never set: a lock of this process cannot lapse
+
+    async def release(self) -> None:
+        if not self._released:
+            self._released = True
+            self._leases._release(self._chat)
+
+
+class LocalChatLeases:
+    """One lock per chat, created on demand and dropped when nobody holds or waits for it."""
+
+    def __init__(self) -> None:
+        self._locks: dict[ChatKey, asyncio.Lock] = {}
+        self._users: dict[ChatKey, int] = {}
+
+    async def acquire(self, chat: ChatKey, wait_seconds: float) -> _LocalLease:
+        lock = self._locks.setdefault(chat, asyncio.Lock())
+        self._users[chat] = self._users.get(chat, 0) + 1
+        try:
+            await asyncio.wait_for(lock.acquire(), wait_seconds)
+        except BaseException:
+            self._forget(chat)
+            raise
+        return _LocalLease(self, chat)
+
+    async def try_acquire(self, chat: ChatKey) -> _LocalLease | None:
+        if chat in self._locks:
+            return None  # held, or about to be handed to a waiter
+        return await self.acquire(chat, wait_seconds=1)
+
+    def held(self) -> int:
+        return len(self._locks)
+
+    def _release(self, chat: ChatKey) -> None:
+        self._locks[chat].release()
+        self._forget(chat)
+
+    def _forget(self, chat: ChatKey) -> None:
+        self._users[chat] -= 1
+        if self._users[chat] == 0:
+            del self._users[chat]
+            del self._locks[chat]
+
+
+@dataclass
+class _Waiter:
+    call: WaitingCall
+    answer: asyncio.Future[Any]
+
+
+@dataclass
+class _ChatCalls:
+    listener: Callable[[WaitingCall], None] | None = None
+    waiters: dict[str, _Waiter] = field(default_factory=dict)  # approval or call id -> waiter
+    early: dict[str, dict[str, Any]] = field(default_factory=dict)  # results before the wait
+
+
+class LocalPendingCalls:
+    """Waiting calls as futures in this process, resolved by decisions, results, timeouts
+    and cancellation alike, so an answer can never arrive "too early" and be lost."""
+
+    def __init__(self) -> None:
+        self._chats: dict[ChatKey, _ChatCalls] = {}
+
+    def watch(self, chat: ChatKey, listener: Callable[[WaitingCall], None]) -> None:
+        self._chats.setdefault(chat, _ChatCalls()).listener = listener
+
+    async def unwatch(self, chat: ChatKey, result: dict[str, Any]) -> None:
+        await self.cancel(chat, result)
+        calls = self._chats.get(chat)
+        if calls is not None:
+            calls.listener = None
+            self._drop_if_idle(chat)
+
+    async def ask_approval(
+        self, chat: ChatKey, call_id: str, tool_name: str, timeout_seconds: float
+    ) -> Outcome:
+        call = WaitingCall(call_id, tool_name, approval_id=f"apr_{uuid.uuid4().hex}")
+        outcome: Outcome = await self._wait(chat, call, timeout_seconds, "timeout", "cancelled")
+        if outcome == "timeout":
+            logger.info("approval %s for %s timed out", call.approval_id, tool_name)
+        return outcome
+
+    async def decide(self, chat: ChatKey, approval_id: str, approved: bool) -> None:
+        self._resolve(chat, approval_id, "approved" if approved else "denied")
+
+    async def wait_result(
+        self, chat: ChatKey, call_id: str, timeout_seconds: float, unwatched: dict[str, Any]
+    ) -> dict[str, Any]:
+        calls = self._chats.get(chat)
+        if calls is not None and call_id in calls.early:
+            return calls.early.pop(call_id)
+        result: dict[str, Any] = await self._wait(
+            chat, WaitingCall(call_id, ""), timeout_seconds, dict(BROWSER_TIMEOUT_RESULT), unwatched
+        )
+        return result
+
+    async def deliver(self, chat: ChatKey, call_id: str, result: dict[str, Any]) -> None:
+        calls = self._chats.get(chat)
+        if calls is None:
+            return
+        waiter = calls.waiters.get(call_id)
+        if waiter is None:
+            calls.early[call_id] = result
+        elif not waiter.answer.done():
+            waiter.answer.set_result(result)
+
+    async def cancel(self, chat: ChatKey, result: dict[str, Any]) -> None:
+        calls = self._chats.get(chat)
+        if calls is None:
+            return
+        calls.early.clear()
+        for waiter in calls.waiters.values():
+            if not waiter.answer.done():
+                approval = waiter.call.approval_id is not None
+                waiter.answer.set_result("cancelled" if approval else result)
+
+    async def waiting(self, chat: ChatKey) -> list[WaitingCall]:
+        calls = self._chats.get(chat)
+        return [w.call for w in calls.waiters.values()] if calls is not None else []
+
+    async def _wait(
+        self,
+        chat: ChatKey,
+        call: WaitingCall,
+        timeout_seconds: float,
+        on_timeout: Any,
+        unwatched: Any,
+    ) -> Any:
+        calls = self._chats.get(chat)
+        if calls is None or calls.listener is None:
+            return unwatched  # nobody can answer
+        key = call.approval_id or call.call_id
+        waiter = _Waiter(call, asyncio.get_running_loop().create_future())
+        calls.waiters[key] = waiter
+        try:
+            calls.listener(call)
+            return await asyncio.wait_for(asyncio.shield(waiter.answer), timeout_seconds)
+        except TimeoutError:
+            return on_timeout
+        finally:
+            del calls.waiters[key]
+            self._drop_if_idle(chat)
+
+    def _resolve(self, chat: ChatKey, key: str, value: Any) -> None:
+        calls = self._chats.get(chat)
+        waiter = calls.waiters.get(key) if calls is not None else None
+        if waiter is not None and not waiter.answer.done():
+            waiter.answer.set_result(value)
+
+    def _drop_if_idle(self, chat: ChatKey) -> None:
+        calls = self._chats.get(chat)
+        if calls is not None and calls.listener is None and not calls.waiters:
+            del self._chats[chat]
+
+
+class _LocalSubscription:
+    def __init__(self, signals: LocalStopSignals, chat: ChatKey) -> None:
+        self.stopped = asyncio.Event()
+        self._signals = signals
+        self._chat = chat
+
+    async def close(self) -> None:
+        self._signals._unsubscribe(self._chat, self)
+
+
+class LocalStopSignals:
+    def __init__(self) -> None:
+        self._subscribers: dict[ChatKey, set[_LocalSubscription]] = {}
+
+    async def subscribe(self, chat: ChatKey) -> _LocalSubscription:
+        subscription = _LocalSubscription(self, chat)
+        self._subscribers.setdefault(chat, set()).add(subscription)
+        return subscription
+
+    async def stop(self, chat: ChatKey) -> None:
+        for subscription in self._subscribers.get(chat, ()):
+            subscription.stopped.set()
+
+    def _unsubscribe(self, chat: ChatKey, subscription: _LocalSubscription) -> None:
+        subscribers = self._subscribers.get(chat)
+        if subscribers is not None:
+            subscribers.discard(subscription)
+            if not subscribers:
+                del self._subscribers[chat]
+
+
+class _LocalResponseLog:
+    """One active response's events; followers wait on ``_changed``."""
+
+    def __init__(self, logs: LocalChunkLogs, chat: ChatKey) -> None:
+        self._logs = logs
+        self._chat = chat
+        self.events: list[bytes] = []
+        self.ended = False
+        self._changed = asyncio.Event()
+
+    async def append(self, events: Sequence[bytes]) -> None:
+        self.events.extend(events)
+        self._changed.set()
+
+    async def close(self) -> None:
+        self.ended = True
+        self._changed.set()
+        self._logs._ended(self._chat, self)
+
+    async def follow(self) -> AsyncGenerator[bytes, None]:
+        sent = 0
+        while True:
+            while sent < len(self.events):
+                sent += 1
+                yield self.events[sent - 1]
+            if self.ended:
+                return
+            self._changed.clear()
+            await self._changed.wait()
+
+
+class LocalChunkLogs:
+    """Active responses' logs in memory; a log is dropped when its response ends (resuming
+    only concerns active responses). Followers already attached read it to the end."""
+
+    def __init__(self) -> None:
+        self._active: dict[ChatKey, _LocalResponseLog] = {}
+
+    async def open(self, chat: ChatKey, holder: ChatLease) -> _LocalResponseLog:
+        log = _LocalResponseLog(self, chat)
+        self._active[chat] = log
+        return log
+
+    async def follow(self, chat: ChatKey) -> AsyncGenerator[bytes, None] | None:
+        log = self._active.get(chat)
+        return log.follow() if log is not None else None
+
+    def active(self) -> int:
+        return len(self._active)
+
+    def _ended(self, chat: ChatKey, log: _LocalResponseLog) -> None:
+        if self._active.get(chat) is log:
+            del self._active[chat]
+
+
+def local_coordination() -> Coordination:
+    """In-process coordination: right for one process, the embedded default."""
+    return Coordination(
+        leases=LocalChatLeases(),
+        pending=LocalPendingCalls(),
+        stops=LocalStopSignals(),
+        chunk_logs=LocalChunkLogs(),
+    )

@@ -1,0 +1,221 @@
+"""The coordination interfaces (``coordination/base.py``) on Redis, for several processes or
+instances serving one app (``ADK_STREAM_REDIS_URL``). Leases are in ``leases.py``, chunk
+logs in ``chunk_logs.py``, key names and the pub/sub signals in ``signals.py``;
+here are stops, pending calls and the connection that holds them all.
+
+- A stop is a signal on the chat's channel: every process sets its subscriptions' ``stopped``.
+- Pending calls stay in this process: a tool waits in the process that runs it, and the chat's
+  watcher (the connection serving the chat) is there too, since the chat's lease keeps both in
+  one place. Only the answers travel: ``decide``, ``deliver``, ``cancel`` and the cancel part
+  of ``unwatch`` apply here and are published, so that the process where the call waits
+  resolves it, whichever process received the answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+import redis.asyncio as redis
+from redis.exceptions import RedisError
+
+from adk_stream_protocol.coordination.base import ChatKey, Coordination, Outcome, WaitingCall
+from adk_stream_protocol.coordination.local import LocalPendingCalls
+from adk_stream_protocol.coordination.redis.chunk_logs import RedisChunkLogs
+from adk_stream_protocol.coordination.redis.leases import RedisChatLeases
+from adk_stream_protocol.coordination.redis.signals import RedisKeys, Signals
+
+logger = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT_SECONDS = 10.0
+
+
+class RedisStopSubscription:
+    def __init__(self, signals: Signals, channel: str) -> None:
+        self.stopped = asyncio.Event()
+        self._signals = signals
+        self._channel = channel
+
+    async def on_stop(self, _: dict[str, Any]) -> None:
+        self.stopped.set()
+
+    async def close(self) -> None:
+        self._signals.discard(self._channel, self.on_stop)
+
+
+class RedisStopSignals:
+    """A stop is a signal: it reaches the subscriptions of every process, none later."""
+
+    def __init__(self, keys: RedisKeys, signals: Signals) -> None:
+        self._keys = keys
+        self._signals = signals
+
+    async def subscribe(self, chat: ChatKey) -> RedisStopSubscription:
+        subscription = RedisStopSubscription(self._signals, self._keys.signal("stop", chat))
+        self._signals.add(self._keys.signal("stop", chat), subscription.on_stop)
+        return subscription
+
+    async def stop(self, chat: ChatKey) -> None:
+        channel = self._keys.signal("stop", chat)
+        await self._signals.deliver(channel, {})
+        await self._signals.broadcast(channel, {})
+
+
+class RedisPendingCalls:
+    """This process's waits (``LocalPendingCalls``); the answers are published to all."""
+
+    def __init__(self, keys: RedisKeys, signals: Signals) -> None:
+        self._local = LocalPendingCalls()
+        self._signals = signals
+        self._channel = keys.calls_channel
+        signals.add(self._channel, self._apply)
+
+    def watch(self, chat: ChatKey, listener: Callable[[WaitingCall], None]) -> None:
+        self._local.watch(chat, listener)
+
+    async def unwatch(self, chat: ChatKey, result: dict[str, Any]) -> None:
+        await self._local.unwatch(chat, result)
+        await self._publish(chat, op="cancel", result=result)
+
+    async def ask_approval(
+        self, chat: ChatKey, call_id: str, tool_name: str, timeout_seconds: float
+    ) -> Outcome:
+        return await self._local.ask_approval(chat, call_id, tool_name, timeout_seconds)
+
+    async def decide(self, chat: ChatKey, approval_id: str, approved: bool) -> None:
+        await self._local.decide(chat, approval_id, approved)
+        await self._publish(chat, op="decide", approval_id=approval_id, approved=approved)
+
+    async def wait_result(
+        self, chat: ChatKey, call_id: str, timeout_seconds: float, unwatched: dict[str, Any]
+    ) -> dict[str, Any]:
+        return await self._local.wait_result(chat, call_id, timeout_seconds, unwatched)
+
+    async def deliver(self, chat: ChatKey, call_id: str, result: dict[str, Any]) -> None:
+        await self._local.deliver(chat, call_id, result)
+        await self._publish(chat, op="deliver", call_id=call_id, result=result)
+
+    async def cancel(self, chat: ChatKey, result: dict[str, Any]) -> None:
+        await self._local.cancel(chat, result)
+        await self._publish(chat, op="cancel", result=result)
+
+    async def waiting(self, chat: ChatKey) -> list[WaitingCall]:
+        return await self._local.waiting(chat)
+
+    async def _publish(self, chat: ChatKey, **data: Any) -> None:
+        await self._signals.broadcast(self._channel, {"user": chat[0], "chat": chat[1], **data})
+
+    async def _apply(self, data: dict[str, Any]) -> None:
+        """Another process's answer, applied to the waits of this one."""
+        chat: ChatKey = (str(data["user"]), str(data["chat"]))
+        op = data.get("op")
+        if op == "decide":
+            await self._local.decide(chat, str(data["approval_id"]), bool(data["approved"]))
+        elif op == "deliver" and isinstance(data.get("result"), dict):
+            await self._local.deliver(chat, str(data["call_id"]), data["result"])
+        elif op == "cancel" and isinstance(data.get("result"), dict):
+            await self._local.cancel(chat, data["result"])
+
+
+class RedisCoordination:
+    """One process's coordination in Redis: one client (pool), one pub/sub reader."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        keys: RedisKeys,
+        signals: Signals,
+        *,
+        reader: redis.Redis,
+        lease_ttl_seconds: float,
+        log_ttl_seconds: float,
+    ) -> None:
+        self.client = client
+        self.reader = reader
+        self._signals = signals
+        self._leases = RedisChatLeases(client, keys, signals, lease_ttl_seconds)
+        self.coordination = Coordination(
+            leases=self._leases,
+            pending=RedisPendingCalls(keys, signals),
+            stops=RedisStopSignals(keys, signals),
+            chunk_logs=RedisChunkLogs(
+                client,
+                keys,
+                reader=reader,
+                lease_ttl_seconds=lease_ttl_seconds,
+                log_ttl_seconds=log_ttl_seconds,
+            ),
+        )
+
+    async def close(self) -> None:
+        try:
+            await self._leases.close()
+            await self._signals.close()
+        finally:
+            await self.client.aclose()
+            await self.reader.aclose()
+
+
+def _where(url: str) -> str:
+    """Where the URL points, without its credentials."""
+    parts = urlsplit(url)
+    if parts.scheme == "unix":
+        return parts.path
+    try:
+        port = parts.port or 6379
+    except ValueError:
+        port = 6379
+    return f"{parts.hostname or 'localhost'}:{port}"
+
+
+def _redacted(text: str, url: str) -> str:
+    parts = urlsplit(url)
+    for secret in (parts.password, parts.username):
+        if secret:
+            text = text.replace(secret, "***")
+    return text
+
+
+COMMAND_CONNECTIONS = 32
+READER_CONNECTIONS = 1000
+
+
+async def connect_redis_coordination(
+    url: str, *, prefix: str, lease_ttl_seconds: float, log_ttl_seconds: float
+) -> RedisCoordination:
+    """Connect (PING first, so a wrong URL stops the server at start-up) and subscribe."""
+    try:
+        # Short commands share a few connections: a burst of responses waits a moment for one
+        # instead of opening hundreds (each new connection costs a handshake). Resumers block
+        # one connection each while they wait for more of their log, so they have a pool of
+        # their own, larger than redis-py's default (100). `?max_connections=` in the URL
+        # sets both.
+        client = redis.Redis.from_pool(
+            redis.BlockingConnectionPool.from_url(url, max_connections=COMMAND_CONNECTIONS)
+        )
+        reader = redis.from_url(url, max_connections=READER_CONNECTIONS)
+    except ValueError as exc:
+        raise RuntimeError(f"not a Redis URL: {_redacted(str(exc), url)}") from None
+    try:
+        async with asyncio.timeout(CONNECT_TIMEOUT_SECONDS):
+            await client.ping()
+            keys = RedisKeys(prefix)
+            signals = Signals(client, keys)
+            await signals.start()
+    except (RedisError, OSError, TimeoutError) as exc:
+        await client.aclose()
+        await reader.aclose()
+        reason = _redacted(str(exc), url) or type(exc).__name__
+        raise RuntimeError(f"Redis is not reachable at {_where(url)}: {reason}") from None
+    logger.info("coordination in Redis at %s under %s", _where(url), prefix)
+    return RedisCoordination(
+        client,
+        keys,
+        signals,
+        reader=reader,
+        lease_ttl_seconds=lease_ttl_seconds,
+        log_ttl_seconds=log_ttl_seconds,
+    )

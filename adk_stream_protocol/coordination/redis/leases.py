@@ -1,0 +1,203 @@
+"""Chat leases in Redis: a key per chat, taken with ``SET NX PX`` and renewed by a heartbeat.
+
+Only the holder's token renews or deletes the key (Lua compare-and-act), so a holder whose
+lease lapsed never touches the next holder's. A waiter sleeps until the chat's ``freed``
+signal or until the key's TTL runs out (a holder that died sends no signal), never on a
+fixed poll. Leases are not queued: when a chat is freed, whoever tries first gets it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Awaitable
+from typing import Any
+
+import redis.asyncio as redis
+
+from adk_stream_protocol.coordination.base import ChatKey
+from adk_stream_protocol.coordination.redis.signals import (
+    COMPARE_AND_DELETE,
+    RedisKeys,
+    Signals,
+    cancelled_meanwhile,
+)
+
+logger = logging.getLogger(__name__)
+
+# Extends the lease only while it still holds our token.
+_RENEW = """
+if redis.call('get', KEYS[1]) == ARGV[1] then
+    return redis.call('pexpire', KEYS[1], ARGV[2])
+end
+return 0
+"""
+# Deletes the lease only while it holds our token, and tells waiters it is free.
+_RELEASE = """
+if redis.call('get', KEYS[1]) == ARGV[1] then
+    redis.call('del', KEYS[1])
+    redis.call('publish', ARGV[2], ARGV[3])
+    return 1
+end
+return 0
+"""
+
+
+class RedisLease:
+    """A lease key holding ``token``, renewed every third of its TTL until released."""
+
+    def __init__(self, leases: RedisChatLeases, chat: ChatKey, token: str) -> None:
+        self.token = token
+        self.lost = asyncio.Event()
+        self._leases = leases
+        self._chat = chat
+        self._releasing: asyncio.Task[None] | None = None
+        self.heartbeat = asyncio.create_task(self._renew(), name=f"lease:{chat[1]}")
+
+    async def release(self) -> None:
+        if self._releasing is None:
+            self.heartbeat.cancel()
+            self._leases.forget(self)
+            self._releasing = self._leases.spawn(self._leases.delete(self._chat, self.token))
+        # Shielded: a caller cancelled meanwhile must not leave the chat held for a TTL.
+        await asyncio.shield(self._releasing)
+
+    async def _renew(self) -> None:
+        leases = self._leases
+        loop = asyncio.get_running_loop()
+        renewed = loop.time()
+        while True:
+            await asyncio.sleep(leases.ttl_seconds / 3)
+            attempt = loop.time()
+            try:
+                held = await leases.renew_script(
+                    keys=[leases.keys.lease(self._chat)], args=[self.token, leases.ttl_ms]
+                )
+            except Exception as exc:
+                if cancelled_meanwhile():
+                    return  # released meanwhile
+                if loop.time() - renewed < leases.ttl_seconds:
+                    logger.warning("chat=%s lease not renewed: %s", self._chat[1], exc)
+                    continue
+                held = 0  # unrenewed for a whole TTL: it may have lapsed
+            if cancelled_meanwhile():
+                return  # released meanwhile
+            if not held:
+                logger.warning(
+                    "chat=%s lease lost: it lapsed or another holder took it", self._chat[1]
+                )
+                self.lost.set()
+                leases.forget(self)
+                return
+            renewed = attempt
+
+
+class RedisChatLeases:
+    def __init__(
+        self, client: redis.Redis, keys: RedisKeys, signals: Signals, ttl_seconds: float
+    ) -> None:
+        self.keys = keys
+        self.ttl_seconds = ttl_seconds
+        self.ttl_ms = max(1, round(ttl_seconds * 1000))
+        self.renew_script = client.register_script(_RENEW)
+        self._client = client
+        self._signals = signals
+        self._release = client.register_script(_RELEASE)
+        self._compare_and_delete = client.register_script(COMPARE_AND_DELETE)
+        self._held: set[RedisLease] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def acquire(self, chat: ChatKey, wait_seconds: float) -> RedisLease:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_seconds
+        freed = asyncio.Event()
+
+        async def on_freed(_: dict[str, Any]) -> None:
+            freed.set()
+
+        channel = self.keys.signal("freed", chat)
+        self._signals.add(channel, on_freed)  # before the first try: no signal is missed
+        try:
+            while True:
+                freed.clear()
+                lease, ttl_ms = await self._take(chat)
+                if lease is not None:
+                    return lease
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    raise TimeoutError(f"chat {chat[1]} is still held")
+                # A holder that died sends no signal: its key lapses after ttl_ms (-1: a key
+                # set without a TTL, which only a release frees).
+                bound = remaining if ttl_ms == -1 else min(remaining, (max(ttl_ms, 0) + 1) / 1000)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(freed.wait(), bound)
+        finally:
+            self._signals.discard(channel, on_freed)
+
+    async def try_acquire(self, chat: ChatKey) -> RedisLease | None:
+        lease, _ = await self._take(chat)
+        return lease
+
+    async def close(self) -> None:
+        """Stop the heartbeats and finish the releases under way. A lease still held is left
+        to lapse (its run may still be ending) and counts as lost from now on."""
+        for lease in list(self._held):
+            lease.heartbeat.cancel()
+            lease.lost.set()
+        await asyncio.gather(
+            *self._tasks, *(lease.heartbeat for lease in self._held), return_exceptions=True
+        )
+        self._held.clear()
+
+    def spawn(self, work: Awaitable[None]) -> asyncio.Task[None]:
+        async def run() -> None:
+            await work
+
+        task = asyncio.create_task(run())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def forget(self, lease: RedisLease) -> None:
+        self._held.discard(lease)
+
+    async def delete(self, chat: ChatKey, token: str) -> None:
+        """Release: the key goes if it is still ours, and waiters everywhere hear it."""
+        channel = self.keys.signal("freed", chat)
+        try:
+            deleted = await self._release(
+                keys=[self.keys.lease(chat)], args=[token, channel, self._signals.message({})]
+            )
+        except Exception as exc:
+            logger.warning("chat=%s lease not released (it lapses): %s", chat[1], exc)
+            return
+        if deleted:
+            await self._signals.deliver(channel, {})
+
+    async def _take(self, chat: ChatKey) -> tuple[RedisLease | None, int]:
+        """One try: the lease, or None and the holder's remaining TTL in ms."""
+        key = self.keys.lease(chat)
+        token = uuid.uuid4().hex
+        try:
+            async with self._client.pipeline(transaction=True) as pipe:
+                pipe.set(key, token, nx=True, px=self.ttl_ms)
+                pipe.pttl(key)
+                taken, ttl_ms = await pipe.execute()
+        except BaseException:
+            # The SET may have run: never leave a lease nobody renews or releases.
+            self.spawn(self._forsake(key, token))
+            raise
+        if cancelled_meanwhile():
+            self.spawn(self._forsake(key, token))
+            raise asyncio.CancelledError
+        if not taken:
+            return None, int(ttl_ms)
+        lease = RedisLease(self, chat, token)
+        self._held.add(lease)
+        return lease, int(ttl_ms)
+
+    async def _forsake(self, key: str, token: str) -> None:
+        with contextlib.suppress(Exception):
+            await self._compare_and_delete(keys=[key], args=[token])

@@ -1,0 +1,161 @@
+"""Names of one server's Redis keys and channels, and its one pub/sub connection.
+
+Shared by the Redis seams (``coordination.py``, ``leases.py``,
+``chunk_logs.py``): a follower checks the lease of the log's producer, so all must name
+a chat's lease alike. Every name starts with the prefix, so servers sharing one Redis never
+meet. A chat is ``{quoted user id}:{chat id}``: the user id is percent-quoted (it may hold any
+character, ``:`` included), so the first ``:`` ends it and two chats never share a name.
+
+Signals (a lease freed, a stop, an answer to a waiting call) go over pub/sub: one connection
+per process, subscribed to ``{prefix}:signal:*``, and one reader task handing each message to
+this process's handlers of its channel. Pub/sub keeps nothing: a signal only reaches what
+already waits, and a process whose pub/sub connection is down misses it (redis-py reconnects
+and subscribes again on the next read). So a lease waiter also wakes when the holder's key
+lapses. A process applies its own signals at once and skips their echo (each message names
+its origin).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import re
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import quote
+
+import redis.asyncio as redis
+
+from adk_stream_protocol.coordination.base import ChatKey
+
+logger = logging.getLogger(__name__)
+
+READER_RETRY_SECONDS = 1.0  # after the pub/sub connection failed, before reading again
+
+# Deletes KEYS[1] only if it still holds ARGV[1] (a lease token, a log pointer): whoever
+# lost the key to another writer never removes the other's.
+COMPARE_AND_DELETE = """
+if redis.call('get', KEYS[1]) == ARGV[1] then
+    return redis.call('del', KEYS[1])
+end
+return 0
+"""
+
+Handler = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+def cancelled_meanwhile() -> bool:
+    """Whether this task was cancelled during a Redis call that carried on regardless.
+
+    redis-py sends each command under ``asyncio.wait_for`` (when a socket timeout is set, as
+    redis-py 8 does by default), and Python 3.11's ``wait_for`` drops a cancellation that
+    arrives as the send completes. A loop that waits checks this after its calls, or it would
+    wait on for nobody.
+    """
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+_GLOB = re.compile(r"([\\*?\[\]])")
+
+
+class RedisKeys:
+    """``{prefix}:lease:{chat}``, ``{prefix}:active:{chat}``, ``{prefix}:log:{chat}:{id}``
+    and the channels ``{prefix}:signal:{kind}:{chat}`` and ``{prefix}:signal:calls``."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.signal_pattern = _GLOB.sub(r"\\\1", prefix) + ":signal:*"  # for PSUBSCRIBE
+        self.calls_channel = f"{prefix}:signal:calls"
+
+    @staticmethod
+    def chat(chat: ChatKey) -> str:
+        user_id, chat_id = chat
+        # Chat ids are validated upstream; quoting keeps a stray one from forging a name.
+        return f"{quote(user_id, safe='')}:{quote(chat_id, safe=':')}"
+
+    def lease(self, chat: ChatKey) -> str:
+        return f"{self.prefix}:lease:{self.chat(chat)}"
+
+    def active(self, chat: ChatKey) -> str:
+        """The pointer to the chat's active response log."""
+        return f"{self.prefix}:active:{self.chat(chat)}"
+
+    def new_log(self, chat: ChatKey) -> str:
+        """A fresh stream for one response of the chat."""
+        return f"{self.prefix}:log:{self.chat(chat)}:{uuid.uuid4().hex}"
+
+    def signal(self, kind: str, chat: ChatKey) -> str:
+        return f"{self.prefix}:signal:{kind}:{self.chat(chat)}"
+
+
+class Signals:
+    """This process's pub/sub connection and the handlers of each channel."""
+
+    def __init__(self, client: redis.Redis, keys: RedisKeys) -> None:
+        self.origin = uuid.uuid4().hex  # this process, so it skips its own messages
+        self._client = client
+        self._keys = keys
+        self._pubsub = client.pubsub()
+        self._handlers: dict[str, set[Handler]] = {}
+        self._reader: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        await self._pubsub.psubscribe(self._keys.signal_pattern)
+        self._reader = asyncio.create_task(self._read(), name="redis-signals")
+
+    async def close(self) -> None:
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader
+        await self._pubsub.aclose()  # type: ignore[no-untyped-call, unused-ignore]
+
+    def add(self, channel: str, handler: Handler) -> None:
+        self._handlers.setdefault(channel, set()).add(handler)
+
+    def discard(self, channel: str, handler: Handler) -> None:
+        handlers = self._handlers.get(channel)
+        if handlers is not None:
+            handlers.discard(handler)
+            if not handlers:
+                del self._handlers[channel]
+
+    def message(self, data: dict[str, Any]) -> str:
+        return json.dumps({**data, "origin": self.origin})
+
+    async def broadcast(self, channel: str, data: dict[str, Any]) -> None:
+        """To the other processes (this one applies its own signals itself)."""
+        await self._client.publish(channel, self.message(data))
+
+    async def deliver(self, channel: str, data: dict[str, Any]) -> None:
+        """To this process's handlers of the channel."""
+        for handler in list(self._handlers.get(channel, ())):
+            try:
+                await handler(data)
+            except Exception:
+                logger.exception("signal handler failed on %s", channel)
+
+    async def _read(self) -> None:
+        while True:
+            try:
+                message = await self._pubsub.get_message(
+                    ignore_subscribe_messages=True, timeout=None
+                )
+            except Exception as exc:  # redis-py reconnects and resubscribes on the next read
+                logger.warning("Redis signals: %s; reading again shortly", type(exc).__name__)
+                await asyncio.sleep(READER_RETRY_SECONDS)
+                continue
+            if message is None or message.get("type") != "pmessage":
+                continue
+            try:
+                data = json.loads(message["data"])
+            except (ValueError, TypeError):
+                continue
+            if not isinstance(data, dict) or data.get("origin") == self.origin:
+                continue
+            channel = message["channel"]
+            await self.deliver(channel.decode() if isinstance(channel, bytes) else channel, data)

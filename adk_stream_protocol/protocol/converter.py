@@ -1,0 +1,397 @@
+"""ADK events to AI SDK UI message stream chunks.
+
+A ``StreamProtocolConverter`` covers exactly one response (one request on ``/stream``, one
+turn on ``/live``): it owns that response's ids, open blocks and steps (``blocks.py``), usage
+(``usage.py``) and transcripts (``media.py``), and is thrown away afterwards, so nothing leaks
+into the next turn. Both transports feed it ADK events and serialise the typed chunks it
+returns.
+
+The partial/aggregate rule (docs/adr/0003-converter.md): text and thoughts
+stream from ``partial`` events; the non-partial event that follows repeats that text, so only
+its other parts (function calls, files) are used. When nothing was streamed, the non-partial
+event's text is emitted whole. This needs no event-id matching, so it also holds in live mode,
+where every partial has a fresh id.
+
+Gemini's grounding becomes source parts for every client (``sources.py``). What ai 7 adds
+(citations on ``text-end``, ``tool-approval-response``, the finish reason ``interrupted``) is
+sent only when the response's client is known to be ai 7 (``ai_sdk=7``,
+docs/adr/0023); otherwise every chunk is one the strict ai 6.0.25 client accepts.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from google.adk.events import Event
+from google.genai import types
+
+from adk_stream_protocol.foundation.errors import (
+    ABORTED_CODE,
+    describe_error,
+    log_error,
+    new_error_reference,
+)
+from adk_stream_protocol.protocol.blocks import ResponseBlocks
+from adk_stream_protocol.protocol.chunks import (
+    AbortChunk,
+    AiSdkVersion,
+    BaseChunk,
+    ErrorChunk,
+    FileChunk,
+    FinishChunk,
+    FinishReason,
+    StartChunk,
+    ToolApprovalRequestChunk,
+    ToolApprovalResponseChunk,
+    ToolInputAvailableChunk,
+    ToolInputStartChunk,
+    ToolOutputAvailableChunk,
+    ToolOutputDeniedChunk,
+    ToolOutputErrorChunk,
+)
+from adk_stream_protocol.protocol.event_values import (
+    is_audio,
+    json_safe,
+    tool_error_text,
+)
+from adk_stream_protocol.protocol.media import LiveTranscripts, inline_data_chunk
+from adk_stream_protocol.protocol.sources import ResponseSources
+from adk_stream_protocol.protocol.tool_calls import CONFIRMATION_TOOL
+from adk_stream_protocol.protocol.usage import ResponseUsage
+
+logger = logging.getLogger(__name__)
+
+
+class StreamProtocolConverter:
+    """Turns the ADK events of one response into UI message stream chunks.
+
+    Call ``start()`` once, ``convert(event)`` for every ADK event, then ``finish()``; call
+    ``fail(exc)`` instead of ``finish()`` when the run raised. Each returns the chunks to send.
+    """
+
+    def __init__(
+        self,
+        *,
+        message_id: str | None = None,
+        error_detail: bool = False,
+        denied_tool_call_ids: Collection[str] = (),
+        known_tool_call_ids: Collection[str] | None = None,
+        id_prefix: str | None = None,
+        ai_sdk: AiSdkVersion = 6,
+    ) -> None:
+        self.message_id = message_id
+        self._ai_sdk = ai_sdk
+        # With a live run, a late result of an earlier turn's call can arrive in this response;
+        # the client has no part for it and would throw. None: no such restriction.
+        self._known_calls = set(known_tool_call_ids) if known_tool_call_ids is not None else None
+        self._error_detail = error_detail
+        self._denied = frozenset(denied_tool_call_ids)
+        self._blocks = ResponseBlocks(id_prefix=id_prefix or uuid.uuid4().hex[:8], ai_sdk=ai_sdk)
+        self._sources = ResponseSources()
+        # Text or thoughts streamed since the last non-partial model event: that event
+        # repeats them, so its text parts are skipped.
+        self._streamed_since_final = False
+
+        self._transcripts = LiveTranscripts(self._blocks)
+
+        self._awaiting_client: set[str] = set()
+        self._usage = ResponseUsage()
+        self._errored = False
+        self._started = False
+        self._finished = False
+
+    # -- public API ---------------------------------------------------------------------
+
+    @property
+    def awaiting_client(self) -> bool:
+        """True when the response pauses for the client (an approval or a browser tool)."""
+        return bool(self._awaiting_client)
+
+    @property
+    def errored(self) -> bool:
+        return self._errored
+
+    def start(self) -> list[BaseChunk]:
+        if self._started:
+            return []
+        self._started = True
+        return [StartChunk(message_id=self.message_id)]
+
+    def convert(self, event: Event) -> list[BaseChunk]:
+        if self._finished:
+            return []
+        out: list[BaseChunk] = []
+        self._usage.observe(event)
+        if event.grounding_metadata is not None and self._ai_sdk >= 7:
+            self._blocks.grounding = event.grounding_metadata
+        if event.input_transcription is not None:
+            out.extend(self._transcripts.user(event.input_transcription, event.partial))
+        if event.output_transcription is not None:
+            self._transcripts.answer(event.output_transcription, event.partial, out)
+        content = event.content
+        if content and content.parts:
+            if event.partial:
+                self._convert_partial(content.parts, out)
+            elif content.role == "model":
+                self._convert_model_content(event, content.parts, out)
+            else:
+                self._convert_tool_results(event, content.parts, out)
+        if event.grounding_metadata is not None and (
+            sources := self._sources.new_in(event.grounding_metadata)
+        ):
+            self._blocks.ensure_step(out)
+            out.extend(sources)  # every client; after the text they ground
+        if not event.partial:
+            self._usage.record_final(event)
+        if event.error_code:
+            code = str(getattr(event.error_code, "name", event.error_code))
+            if code == ABORTED_CODE:
+                out.extend(self._aborted())
+            else:
+                out.extend(self._error(code, event.error_message))
+        return out
+
+    def replay(self, responses: Sequence[Sequence[Event]]) -> list[BaseChunk]:
+        """What earlier responses of this turn held back (docs/adr/0010): their text and the
+        results of calls they did not introduce themselves. Their own calls and approval
+        requests were delivered, so function calls are skipped."""
+        out: list[BaseChunk] = []
+        for events in responses:
+            introduced = {
+                call.id for event in events for call in event.get_function_calls() if call.id
+            }
+            for event in events:
+                parts = event.content.parts if event.content and event.content.parts else []
+                if event.partial or not parts:
+                    continue
+                if event.content and event.content.role == "model":
+                    text_only = [p for p in parts if not p.function_call]
+                    self._convert_model_content(event, text_only, out)
+                else:
+                    self._convert_tool_results(event, parts, out, skip=introduced)
+        return out
+
+    def approval_request(self, approval_id: str, call_id: str) -> list[BaseChunk]:
+        """A server-made approval request (live mode gates tools itself, docs/adr/0013)."""
+        out: list[BaseChunk] = []
+        if not self._blocks.step_open:
+            out.extend(self._blocks.new_step())
+        out.append(ToolApprovalRequestChunk(approval_id=approval_id, tool_call_id=call_id))
+        self._awaiting_client.add(approval_id)
+        return out
+
+    def approval_responses(
+        self, decisions: Sequence[tuple[str, bool, str | None]]
+    ) -> list[BaseChunk]:
+        """The decisions (approval id, approved, reason) a continuation acts on, for an ai 7
+        client: a response replayed to another tab shows them too. Nothing for ai 6."""
+        if self._ai_sdk < 7:
+            return []
+        return [
+            ToolApprovalResponseChunk(approval_id=approval_id, approved=approved, reason=reason)
+            for approval_id, approved, reason in decisions
+        ]
+
+    def rearm(self, call_id: str, tool_name: str, args: dict[str, Any]) -> list[BaseChunk]:
+        """Hand an approved browser call back to the client to run (docs/adr/0009).
+
+        No step is opened: the part is updated in its own step, where the stock helpers
+        look for it."""
+        self._awaiting_client.add(call_id)
+        return [
+            ToolInputAvailableChunk(
+                tool_call_id=call_id, tool_name=tool_name, input=json_safe(args)
+            )
+        ]
+
+    def finish(self, reason: FinishReason | None = None) -> list[BaseChunk]:
+        """Close whatever is open and end the response with ``finish`` (``reason`` overrides
+        the derived finish reason, e.g. ``other`` for an interrupted live turn)."""
+        if self._finished:
+            return []
+        out = self._blocks.close()
+        if self._blocks.after_tool_results and not self._errored and not self._awaiting_client:
+            # The response ends right after tool results. An empty step after them keeps the
+            # stock `lastAssistantMessageIsCompleteWithToolCalls` from resubmitting forever.
+            out.extend(self._blocks.new_step())
+        out.extend(self._blocks.finish_step())
+        out.append(
+            FinishChunk(
+                finish_reason=reason or self._final_reason(),
+                message_metadata=self._usage.metadata(),
+            )
+        )
+        self._finished = True
+        return out
+
+    def fail(self, exc: BaseException) -> list[BaseChunk]:
+        """End the response after the run raised: one ``error`` chunk (unless the error was
+        already reported as an ADK error event), then ``finish``."""
+        out: list[BaseChunk] = []
+        if not self._errored:
+            reference = new_error_reference()
+            log_error(reference, type(exc).__name__, str(exc), exc)
+            out.extend(self._blocks.close())
+            out.append(
+                ErrorChunk(error_text=self._error_text(type(exc).__name__, str(exc), reference))
+            )
+            self._errored = True
+        out.extend(self.finish())
+        return out
+
+    # -- partial events: streamed text and thoughts -------------------------------------------
+
+    def _convert_partial(self, parts: list[types.Part], out: list[BaseChunk]) -> None:
+        for part in parts:
+            if part.inline_data and part.inline_data.data is not None:
+                self._blocks.ensure_step(out)
+                out.append(inline_data_chunk(part.inline_data))  # live audio
+                continue
+            if not part.text:
+                continue  # function calls are taken only from the final event
+            self._blocks.ensure_step(out)
+            if part.thought:
+                self._blocks.reasoning_delta(part.text, out)
+            else:
+                self._blocks.text_delta(part.text, out)
+            self._streamed_since_final = True
+
+    # -- non-partial model events ---------------------------------------------------------------
+
+    def _convert_model_content(
+        self, event: Event, parts: list[types.Part], out: list[BaseChunk]
+    ) -> None:
+        if all(is_audio(p) for p in parts):
+            # Live audio arrives as its own events between transcript deltas: it is not the
+            # end of the answer's text, so it closes nothing.
+            self._blocks.ensure_step(out)
+            out.extend(inline_data_chunk(p.inline_data) for p in parts if p.inline_data)
+            return
+        skip_text = self._streamed_since_final
+        self._streamed_since_final = False
+        out.extend(self._blocks.close())
+        long_running = set(event.long_running_tool_ids or ())
+        for part in parts:
+            if part.function_call:
+                self._function_call(part.function_call, long_running, out)
+            elif part.text and not skip_text:
+                self._blocks.ensure_step(out)
+                if part.thought:
+                    self._blocks.reasoning_delta(part.text, out)
+                else:
+                    self._blocks.text_delta(part.text, out)
+            elif part.inline_data and part.inline_data.data is not None:
+                self._blocks.ensure_step(out)
+                out.extend(self._blocks.close())
+                out.append(inline_data_chunk(part.inline_data))
+            elif part.file_data and part.file_data.file_uri:
+                self._blocks.ensure_step(out)
+                out.extend(self._blocks.close())
+                out.append(
+                    FileChunk(
+                        url=part.file_data.file_uri,
+                        media_type=part.file_data.mime_type or "application/octet-stream",
+                    )
+                )
+        out.extend(self._blocks.close())
+
+    def _function_call(
+        self, call: types.FunctionCall, long_running: set[str], out: list[BaseChunk]
+    ) -> None:
+        call_id = call.id or ""
+        if call.name == CONFIRMATION_TOOL:
+            original = (call.args or {}).get("originalFunctionCall") or {}
+            original_id = original.get("id") if isinstance(original, dict) else None
+            if not original_id:
+                logger.warning("confirmation request %s names no original call", call_id)
+                return
+            # Same step as the tool part it gates: a start-step in between would hide the
+            # part from the stock approval helper.
+            if not self._blocks.step_open:
+                out.extend(self._blocks.new_step())
+            out.append(ToolApprovalRequestChunk(approval_id=call_id, tool_call_id=original_id))
+            self._awaiting_client.add(call_id)
+            return
+        self._blocks.ensure_step(out)
+        name = call.name or "unknown"
+        if self._known_calls is not None:
+            self._known_calls.add(call_id)
+        out.append(ToolInputStartChunk(tool_call_id=call_id, tool_name=name))
+        out.append(
+            ToolInputAvailableChunk(
+                tool_call_id=call_id, tool_name=name, input=json_safe(call.args or {})
+            )
+        )
+        if call_id in long_running:
+            self._awaiting_client.add(call_id)
+
+    # -- tool results -----------------------------------------------------------------------------
+
+    def _convert_tool_results(
+        self,
+        event: Event,
+        parts: list[types.Part],
+        out: list[BaseChunk],
+        skip: Collection[str] = (),
+    ) -> None:
+        placeholders = (
+            set(event.actions.requested_tool_confirmations or ()) if event.actions else set()
+        )
+        for part in parts:
+            response = part.function_response
+            if response is None or response.name == CONFIRMATION_TOOL:
+                continue
+            call_id = response.id or ""
+            if call_id in placeholders or call_id in skip:
+                continue  # ADK's "needs approval" stand-in, or a result delivered before
+            if self._known_calls is not None and call_id not in self._known_calls:
+                logger.debug("result for call %s of another message dropped", call_id)
+                continue
+            self._awaiting_client.discard(call_id)
+            out.extend(self._blocks.close())
+            if call_id in self._denied:
+                out.append(ToolOutputDeniedChunk(tool_call_id=call_id))
+            elif (error := tool_error_text(response.response)) is not None:
+                out.append(ToolOutputErrorChunk(tool_call_id=call_id, error_text=error))
+            else:
+                out.append(
+                    ToolOutputAvailableChunk(
+                        tool_call_id=call_id, output=json_safe(response.response)
+                    )
+                )
+            self._blocks.after_tool_results = True
+
+    # -- errors and the finish reason -------------------------------------------------------------
+
+    def _aborted(self) -> list[BaseChunk]:
+        """The run was stopped (a stop request, or the client left): an ``abort``, not an
+        error, so a client still reading (a resumed stream) ends quietly."""
+        logger.info("run aborted code=%s", ABORTED_CODE)
+        # ai 7 knows a stopped answer, and does not resend it automatically.
+        self._usage.finish_reason = "interrupted" if self._ai_sdk >= 7 else "other"
+        out = self._blocks.close()
+        out.append(AbortChunk())
+        return out
+
+    def _error(self, code: str, message: str | None) -> list[BaseChunk]:
+        if self._errored:
+            return []
+        self._errored = True
+        reference = new_error_reference()
+        log_error(reference, code, message)
+        out = self._blocks.close()
+        out.append(ErrorChunk(error_text=self._error_text(code, message, reference)))
+        return out
+
+    def _error_text(self, code: str | None, message: str | None, reference: str) -> str:
+        return describe_error(code, message, detail=self._error_detail, reference=reference)
+
+    def _final_reason(self) -> FinishReason:
+        if self._errored:
+            return "error"
+        if self._awaiting_client:
+            return "tool-calls"
+        return self._usage.finish_reason or "stop"

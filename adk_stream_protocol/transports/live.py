@@ -1,0 +1,110 @@
+"""``WS /live``: the WebSocket transport (docs/live-protocol.md).
+
+A socket speaks one of two protocols, decided at the handshake by its query string:
+
+- with ``?chatId=``: our envelope protocol (``live_connections``), one chat per socket served
+  by ADK ``run_live``, with voice, interrupts and the approval gate (our ``client/``);
+- without: ai 7's stock ``WebSocketChatTransport`` protocol (``chat_sockets``), which never
+  puts a chat id in the URL and names the chat in every frame.
+
+The envelope handshake: the origin, who is asking, the chat id, and the chat's lease, which
+one socket holds at a time (on every instance). A socket that finds the chat held because a
+response is still being written (its socket left; resumable streams) replays it when it
+asked to resume, then waits for the chat. The socket itself is served by
+``live_connections.LiveConnection``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from contextlib import aclosing
+
+from fastapi import APIRouter, WebSocket
+from fastapi.responses import PlainTextResponse
+
+from adk_stream_protocol.coordination.base import ChatKey, ChatLease
+from adk_stream_protocol.foundation.errors import RequestError
+from adk_stream_protocol.foundation.identity import user_of
+from adk_stream_protocol.foundation.security import origin_allowed
+from adk_stream_protocol.protocol.ui_messages import CHAT_ID_PATTERN
+from adk_stream_protocol.transports.chat_sockets import ChatSocket
+from adk_stream_protocol.transports.live_connections import (
+    CLOSE_BAD_REQUEST,
+    CLOSE_CHAT_BUSY,
+    LiveConnection,
+)
+from adk_stream_protocol.turns.bridge import Bridge, bridge_of
+
+logger = logging.getLogger(__name__)
+
+router = APIRouter()
+
+
+@router.websocket("/live")
+async def live(websocket: WebSocket) -> None:
+    bridge = bridge_of(websocket.app.state)
+    if not origin_allowed(websocket.headers, bridge.settings.cors_origins):
+        # A page of another site: its socket would carry this user's cookies.
+        logger.info("live handshake refused: origin not allowed")
+        await _deny(websocket, 403, "this origin may not open /live; see ADK_STREAM_CORS_ORIGINS")
+        return
+    if "chatId" not in websocket.query_params:
+        # ai 7's transport: who asks is established per frame, from the frame's headers.
+        await websocket.accept()
+        await ChatSocket(bridge, websocket).serve()
+        return
+    try:
+        user_id = await user_of(websocket)
+    except RequestError as exc:
+        logger.info("live handshake refused status=%s", exc.status)
+        await _deny(websocket, exc.status, exc.message)
+        return
+    await websocket.accept()
+    chat_id = websocket.query_params.get("chatId", "")
+    if not re.fullmatch(CHAT_ID_PATTERN, chat_id):
+        await websocket.close(CLOSE_BAD_REQUEST, "connect with ?chatId=<chat id>")
+        return
+    chat: ChatKey = (user_id, chat_id)
+    resume = websocket.query_params.get("resume", "").lower() in ("1", "true")
+    lease = await bridge.coordination.leases.try_acquire(chat)
+    if lease is None:
+        lease = await _after_active_response(bridge, websocket, chat, replay=resume)
+        if lease is None:
+            await websocket.close(CLOSE_CHAT_BUSY, "this chat already has a live connection")
+            return
+    elif resume:
+        await websocket.send_text(json.dumps({"type": "no-active"}))
+    connection = LiveConnection(bridge, websocket, user_id=user_id, chat_id=chat_id, lease=lease)
+    await connection.serve()
+
+
+async def _after_active_response(
+    bridge: Bridge, websocket: WebSocket, chat: ChatKey, *, replay: bool
+) -> ChatLease | None:
+    """The chat is held. If it holds because a response is still being written (its socket
+    left, and streams are resumable), replay that response when asked (``resume``), then wait
+    for the chat to come free. Held with no active response: another live socket has it."""
+    events = await bridge.coordination.chunk_logs.follow(chat)
+    if events is None:
+        return None
+    logger.info("live resume chat=%s replay=%s", chat[1], replay)
+    async with aclosing(events):
+        async for event in events:
+            if replay:
+                await websocket.send_text(event.decode())
+    try:
+        return await bridge.coordination.leases.acquire(
+            chat, bridge.settings.chat_busy_timeout_seconds
+        )
+    except TimeoutError:
+        return None
+
+
+async def _deny(websocket: WebSocket, status: int, reason: str) -> None:
+    """Refuse a handshake with an HTTP status, where the server can send one."""
+    try:
+        await websocket.send_denial_response(PlainTextResponse(reason, status_code=status))
+    except RuntimeError:  # no denial-response extension: a plain close (HTTP 403)
+        await websocket.close(1008, reason)

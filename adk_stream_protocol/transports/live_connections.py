@@ -1,0 +1,400 @@
+"""One ``/live`` socket: a ``LiveConnection`` reads and answers its frames and owns the chat's
+lease, its ``LiveRun`` (one ADK ``run_live`` for the socket's life) and its current
+``LiveTurn``. Every ``message`` frame is a request and gets exactly one response
+(``[DONE]``-terminated), sent as one text frame per SSE event; the turn decides what goes in
+it. The handshake is in ``live.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import json
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from fastapi import WebSocket, WebSocketDisconnect
+from google.adk.events import Event
+from google.genai import types
+
+from adk_stream_protocol.coordination.base import (
+    ChatKey,
+    ChatLease,
+    ResponseLog,
+    StopSubscription,
+    WaitingCall,
+)
+from adk_stream_protocol.foundation.errors import RequestError, log_error, new_error_reference
+from adk_stream_protocol.foundation.limits import RequestLimits, run_bounded
+from adk_stream_protocol.protocol.chunks import ErrorChunk
+from adk_stream_protocol.protocol.inputs import is_voice_turn, user_content
+from adk_stream_protocol.protocol.sse import DONE, format_event
+from adk_stream_protocol.protocol.tool_calls import ABANDONED_RESULT, DISCONNECTED_RESULT
+from adk_stream_protocol.protocol.ui_messages import ChatRequest
+from adk_stream_protocol.transports.chat_socket_frames import CLIENT_FRAME_TYPES
+from adk_stream_protocol.transports.live_frames import (
+    AudioChunkFrame,
+    AudioControlFrame,
+    InterruptFrame,
+    PingFrame,
+    ToolResultFrame,
+    parse_frame,
+    read_frame,
+    receive,
+)
+from adk_stream_protocol.turns.bridge import Bridge
+from adk_stream_protocol.turns.live_runs import LiveRun
+from adk_stream_protocol.turns.live_turns import LiveTurn
+from adk_stream_protocol.turns.planner import new_message_id
+
+logger = logging.getLogger(__name__)
+
+# How long a socket that left lets its open response run on (resumable streams) before it
+# interrupts it: a response that waits for the client ends at once, so only the model's own
+# work is waited for.
+DETACHED_RESPONSE_SECONDS = 120.0
+
+# Close codes (4000-4999 are the application's own).
+CLOSE_BAD_REQUEST = 4400
+CLOSE_CHAT_BUSY = 4409
+CLOSE_TOO_BIG = 1009
+CLOSE_INTERNAL = 1011
+
+
+class LiveConnection:
+    def __init__(
+        self,
+        bridge: Bridge,
+        websocket: WebSocket,
+        *,
+        user_id: str,
+        chat_id: str,
+        lease: ChatLease,
+    ) -> None:
+        self._bridge = bridge
+        self._settings = bridge.settings
+        self._pending = bridge.coordination.pending
+        self._ws = websocket
+        self._limits = RequestLimits.from_settings(self._settings)
+        self._chat: ChatKey = (user_id, chat_id)
+        self.chat_id = chat_id
+        self._lease = lease
+        self._run = LiveRun(
+            bridge, user_id, chat_id, on_event=self._on_event, on_failure=self._on_run_failure
+        )
+        self._turn: LiveTurn | None = None
+        # The last user message: the same message sent again is refused, not answered twice.
+        self._last_user_message_id: str | None = None
+        self._sink = _SocketSink(self._send_text)
+        self._send_lock = asyncio.Lock()
+        # Whether this socket holds one of the process's response slots (an open response).
+        self._holds_slot = False
+        # Set while a new message waits for the model to end the turn it abandons.
+        self._abandoning = False
+
+    # -- the socket ---------------------------------------------------------------------------
+
+    async def serve(self) -> None:
+        self._pending.watch(self._chat, self._on_waiting)
+        logger.info("live connected user=%s chat=%s", *self._chat)
+        stop = await self._bridge.coordination.stops.subscribe(self._chat)
+        watches = [
+            self._bridge.spawn(self._stop_when_asked(stop.stopped), name="live-stop"),
+            self._bridge.spawn(self._close_when_lease_lost(), name="live-lease"),
+        ]
+        try:
+            await self._run.start()
+            await self._receive_frames()
+        finally:
+            for watch in watches:
+                watch.cancel()
+            # Its own task: a server that cancels the handler still lets the run end and the
+            # lease go (the bridge cancels it at shutdown).
+            await asyncio.shield(self._bridge.spawn(self._shut_down(stop), name="live-close"))
+
+    async def _receive_frames(self) -> None:
+        limit = self._settings.max_frame_bytes
+        while (frame := await receive(self._ws)) is not None:
+            text, size = frame.text, frame.size
+            if text is None:
+                await self._control_error("binary frames are not accepted; send JSON text")
+                continue
+            if size > limit:
+                await self._ws.close(CLOSE_TOO_BIG, f"frames are limited to {limit} bytes")
+                return
+            try:
+                await self._on_frame(text, size)
+            except Exception as exc:
+                # A bug of ours must not kill the socket or leave a response half-open.
+                await self._frame_failed(exc)
+
+    async def _on_frame(self, text: str, size: int) -> None:
+        try:
+            raw = await run_bounded(size, read_frame, text, self._limits)
+        except RequestError as exc:
+            await self._control_error(exc.message)
+            return
+        if raw.get("type") == "message":
+            await self._on_message(raw, size)
+            return
+        kind = raw.get("type")
+        if isinstance(kind, str) and kind in CLIENT_FRAME_TYPES:
+            # ai 7's transport, given a chatId of its own: it cannot read our answers.
+            await self._ws.close(
+                CLOSE_BAD_REQUEST, "ai 7's WebSocketChatTransport connects without ?chatId="
+            )
+            return
+        try:
+            frame = parse_frame(raw, self._limits)
+        except RequestError as exc:
+            await self._control_error(exc.message)
+            return
+        if isinstance(frame, PingFrame):
+            await self._send_json({"type": "pong", "timestamp": frame.timestamp})
+        elif isinstance(frame, InterruptFrame):
+            if self._turn is not None:
+                await self._turn.interrupt()
+        elif isinstance(frame, AudioChunkFrame):
+            await self._on_audio(frame)
+        elif isinstance(frame, AudioControlFrame):
+            await self._on_audio_control(frame)
+        elif isinstance(frame, ToolResultFrame):
+            await self._on_tool_result(frame)
+
+    async def _frame_failed(self, exc: Exception) -> None:
+        """The open response ends with the error; with none open, a control frame says it."""
+        if self._turn is not None and await self._turn.fail_response(exc):
+            return  # the converter logged it, under the reference its error chunk shows
+        reference = new_error_reference()
+        log_error(reference, type(exc).__name__, str(exc), exc)
+        await self._control_error(f"the server could not handle that frame (ref {reference})")
+
+    async def _shut_down(self, stop: StopSubscription) -> None:
+        """Disconnect: nobody can answer any more. Nothing pending runs; nothing stays. With
+        resumable streams the open response is written to its end first, for a new socket
+        (of this instance or another) to replay."""
+        try:
+            await stop.close()
+            await self._finish_open_response()
+            await self._pending.unwatch(self._chat, dict(DISCONNECTED_RESULT))
+            await self._run.close()
+        finally:  # even when the server cancels the handler
+            self._release_slot()
+            await self._lease.release()
+            logger.info("live disconnected user=%s chat=%s", *self._chat)
+
+    async def _finish_open_response(self) -> None:
+        response = self._turn.response if self._turn is not None else None
+        if response is None or not self._settings.resumable_streams:
+            return
+        logger.info("live socket left chat=%s: finishing its response", self.chat_id)
+        try:
+            await asyncio.wait_for(response.done.wait(), DETACHED_RESPONSE_SECONDS)
+        except TimeoutError:
+            logger.warning("live response did not end chat=%s; closing", self.chat_id)
+            if self._turn is not None:
+                await self._turn.interrupt()
+
+    async def _stop_when_asked(self, stopped: asyncio.Event) -> None:
+        """A stop of the chat (``DELETE /stream/{chatId}/stream``, from any instance) ends
+        the open response as an ``interrupt`` frame does."""
+        while True:
+            await stopped.wait()
+            stopped.clear()
+            logger.info("live stop requested chat=%s", self.chat_id)
+            if self._turn is not None:
+                await self._turn.interrupt()
+
+    async def _close_when_lease_lost(self) -> None:
+        await self._lease.lost.wait()
+        logger.warning("live lease lapsed chat=%s: closing the socket", self.chat_id)
+        await self._ws.close(CLOSE_INTERNAL, "the server lost this chat; connect again")
+
+    # -- requests -----------------------------------------------------------------------------
+
+    async def _on_message(self, frame: dict[str, Any], size: int) -> None:
+        if self._turn is not None and self._turn.response is not None:
+            await self._control_error("a response is still streaming; send after its [DONE]")
+            return
+        slots = self._bridge.response_slots
+        try:
+            # No response is open, so this socket holds no slot: take one for this response.
+            if not slots.try_acquire():
+                raise slots.busy_error()
+            self._holds_slot = True
+            request = await self._parse_request(frame, size)
+            if request.last_message.role == "assistant":
+                await self._continue(request)
+            else:
+                await self._new_turn(request)
+        except RequestError as exc:
+            logger.info("live request refused chat=%s reason=%s", self.chat_id, exc.message)
+            self._bridge.telemetry.refused("live", exc.status)
+            await self._send_text(format_event(ErrorChunk(error_text=exc.message)))
+            await self._send_text(DONE)
+        finally:
+            if self._turn is None or self._turn.response is None:  # refused, or already ended
+                self._release_slot()
+
+    async def _parse_request(self, frame: dict[str, Any], size: int) -> ChatRequest:
+        request = await run_bounded(size, parse_frame, frame, self._limits)
+        assert isinstance(request, ChatRequest)
+        if request.id != self.chat_id:
+            raise RequestError(422, f"this socket serves chat {self.chat_id!r}, not {request.id!r}")
+        if request.trigger == "regenerate-message":
+            raise RequestError(422, "regenerate is not available on /live; use POST /stream")
+        return request
+
+    async def _new_turn(self, request: ChatRequest) -> None:
+        last = request.last_message
+        if last.id == self._last_user_message_id or request.message_id is not None:
+            raise RequestError(409, f"message {last.id!r} was already sent on this connection")
+        content = None if is_voice_turn(last) else user_content(last)
+        failure = await self._run.use()
+        # Calls still waiting are abandoned: approvals are cancelled (the tools do not run)
+        # and browser calls get a clear result, so the model's history stays valid.
+        self._abandoning = True
+        try:
+            await self._pending.cancel(self._chat, dict(ABANDONED_RESULT))
+            await self._run.wait_model_idle()
+        finally:
+            self._abandoning = False
+        self._last_user_message_id = last.id
+        turn = self._turn = self._new_turn_state()
+        await turn.open_response(
+            new_message_id(),
+            self._sink,
+            await self._open_log(),
+            on_end=self._release_slot,
+            recording=self._bridge.recorder.open("live", request),
+        )
+        if failure is not None:  # the run failed before this message: its response says so
+            await self._on_run_failure(failure)
+            return
+        if content is not None:
+            self._run.send_content(content)
+        logger.info("live turn chat=%s voice=%s", self.chat_id, content is None)
+
+    async def _continue(self, request: ChatRequest) -> None:
+        """Approvals and browser results for the assistant message sent last."""
+        last = request.last_message
+        # With no turn yet, nothing is pending: any answer is refused.
+        turn = self._turn or self._new_turn_state()
+        answers = await turn.plan_continuation(last)
+        await turn.open_response(
+            last.id,
+            self._sink,
+            await self._open_log(),
+            on_end=self._release_slot,
+            continuation=True,
+            denied=answers.denied,
+            recording=self._bridge.recorder.open("live", request),
+        )
+        await turn.apply_answers(answers)
+
+    def _new_turn_state(self) -> LiveTurn:
+        return LiveTurn(
+            self._chat,
+            settings=self._settings,
+            run=self._run,
+            pending=self._pending,
+            spawn=lambda coro: self._bridge.spawn(coro, name=f"live-call:{self.chat_id}"),
+        )
+
+    async def _open_log(self) -> ResponseLog:
+        return await self._bridge.coordination.chunk_logs.open(self._chat, self._lease)
+
+    async def _on_audio(self, frame: AudioChunkFrame) -> None:
+        try:
+            data = base64.b64decode(frame.chunk, validate=True)
+        except (binascii.Error, ValueError):
+            await self._control_error("audio_chunk needs base64 PCM16 in `chunk`")
+            return
+        if not await self._run_usable():
+            return
+        rate = frame.sample_rate
+        self._run.queue.send_realtime(types.Blob(mime_type=f"audio/pcm;rate={rate}", data=data))
+
+    async def _on_audio_control(self, frame: AudioControlFrame) -> None:
+        if not await self._run_usable():
+            return
+        if frame.action == "start":
+            self._run.queue.send_activity_start()
+        else:
+            self._run.queue.send_activity_end()
+
+    async def _on_tool_result(self, frame: ToolResultFrame) -> None:
+        """The predecessor's envelope for a browser tool's output."""
+        call_id, result = frame.tool_call_id, frame.result
+        turn = self._turn
+        if turn is None or call_id not in turn.waiting_browser_calls():
+            await self._control_error(
+                f"tool_result for {call_id[:64]!r} answers no waiting browser call"
+            )
+            return
+        await turn.deliver(call_id, result if isinstance(result, dict) else {"result": result})
+
+    # -- the run ------------------------------------------------------------------------------
+
+    async def _on_event(self, event: Event) -> None:
+        if self._turn is not None:
+            await self._turn.on_event(event)
+
+    def _on_waiting(self, call: WaitingCall) -> None:
+        if self._abandoning:
+            # The abandoned turn's model asks after the cancellation: cancelled too, or the
+            # new message would wait for a turn that cannot end.
+            self._bridge.spawn(
+                self._pending.cancel(self._chat, dict(ABANDONED_RESULT)), name="live-abandon"
+            )
+        elif self._turn is not None:
+            self._turn.on_waiting(call)
+
+    async def _run_usable(self) -> bool:
+        failure = await self._run.use()
+        if failure is not None:
+            await self._on_run_failure(failure)
+        return failure is None
+
+    async def _on_run_failure(self, exc: Exception) -> None:
+        if self._turn is None or not await self._turn.fail_response(exc):
+            logger.exception("live run failed chat=%s", self.chat_id)
+        await self._ws.close(CLOSE_INTERNAL, "the live run failed")
+
+    # -- sending ------------------------------------------------------------------------------
+
+    def _release_slot(self) -> None:
+        """Give back the process-wide response slot the open response holds."""
+        if self._holds_slot:
+            self._holds_slot = False
+            self._bridge.response_slots.release()
+
+    async def _send_text(self, text: str) -> None:
+        async with self._send_lock:
+            try:
+                await self._ws.send_text(text)
+            except (WebSocketDisconnect, RuntimeError):
+                logger.debug("live send after disconnect chat=%s", self.chat_id)
+
+    async def _send_json(self, payload: dict[str, Any]) -> None:
+        await self._send_text(json.dumps(payload))
+
+    async def _control_error(self, message: str) -> None:
+        logger.info("live frame refused chat=%s reason=%s", self.chat_id, message)
+        await self._send_json({"type": "error", "message": message})
+
+
+class _SocketSink:
+    """A response's events, one WebSocket text frame each."""
+
+    def __init__(self, send_text: Callable[[str], Awaitable[None]]) -> None:
+        self._send_text = send_text
+
+    async def send(self, events: Sequence[bytes]) -> None:
+        for event in events:
+            await self._send_text(event.decode())
+
+    async def close(self) -> None:
+        return None  # the socket outlives its responses

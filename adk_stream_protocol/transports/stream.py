@@ -1,0 +1,272 @@
+"""``POST /stream``: the SSE transport. One request, one turn (``request_turns``), one
+Server-Sent Events response.
+
+The turn runs in its own task and hands framed events to the response body through a queue
+(``QueueSink``); when the client goes away, the body tells the turn, which aborts its run
+(unless streams are resumable).
+
+The AI SDK's resume convention lives here too: ``GET /stream/{chatId}/stream`` replays the
+chat's active response from the chunk log and follows it to its end (204 when there is
+none), and ``DELETE`` on the same path stops it, on whichever instance runs it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse, Response
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from adk_stream_protocol.coordination.base import ChatKey
+from adk_stream_protocol.foundation.errors import RequestError
+from adk_stream_protocol.foundation.identity import current_user
+from adk_stream_protocol.foundation.limits import RequestLimits, run_bounded
+from adk_stream_protocol.foundation.settings import Settings
+from adk_stream_protocol.protocol.sse import KEEP_ALIVE_COMMENT, SSE_HEADERS
+from adk_stream_protocol.protocol.ui_messages import CHAT_ID_PATTERN, ChatRequest, parse_chat_body
+from adk_stream_protocol.turns.bridge import bridge_of
+from adk_stream_protocol.turns.request_turns import RequestTurn, begin_request_turn
+
+logger = logging.getLogger(__name__)
+
+router = APIRouter()
+
+
+def _inlined(schema: Any, defs: dict[str, Any]) -> Any:
+    """The schema with its local ``$ref``s replaced by what they name (no type refers to
+    itself), so it can stand inline in the OpenAPI document."""
+    if isinstance(schema, dict):
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            return _inlined(defs[ref.removeprefix("#/$defs/")], defs)
+        return {k: _inlined(v, defs) for k, v in schema.items() if k != "$defs"}
+    if isinstance(schema, list):
+        return [_inlined(item, defs) for item in schema]
+    return schema
+
+
+def _openapi() -> dict[str, Any]:
+    """The body is read by hand (size, time and depth limits come first), so FastAPI cannot
+    derive its schema: it is declared here for /docs and for the schema-driven fuzz tests."""
+    schema = ChatRequest.model_json_schema(by_alias=True)
+    error = {"content": {"application/json": {"schema": {"type": "object"}}}}
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": _inlined(schema, schema.get("$defs", {}))}},
+        },
+        "responses": {
+            "200": {
+                "description": "The UI message stream (Server-Sent Events)",
+                "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            },
+            **{
+                str(status): {"description": description, **error}
+                for status, description in (
+                    (408, "The body arrived too slowly"),
+                    (409, "The chat is busy, or the request conflicts with its history"),
+                    (413, "Over a request limit"),
+                    (415, "Not JSON"),
+                    (422, "Not a valid chat request"),
+                    (503, "The server is at its response limit; retry after Retry-After"),
+                )
+            },
+        },
+    }
+
+
+@router.post("/stream", response_model=None, openapi_extra=_openapi())
+async def stream(request: Request, user_id: Annotated[str, Depends(current_user)]) -> Response:
+    bridge = bridge_of(request.app.state)
+    slots = bridge.response_slots
+    if not slots.try_acquire():
+        logger.warning("stream request shed: %s responses open", slots.in_use)
+        bridge.telemetry.refused("stream", 503)
+        return _refused(slots.busy_error())
+    sink = QueueSink()
+    try:
+        chat = await read_chat_request(request, bridge.settings)
+        turn = await begin_request_turn(
+            bridge, user_id, chat, sink, on_end=slots.release, ai_sdk=chat.ai_sdk
+        )
+    except BaseException as exc:
+        slots.release()  # the turn never began, so it will not release it
+        if not isinstance(exc, RequestError):
+            raise
+        logger.info("stream request refused status=%s reason=%s", exc.status, exc.message)
+        bridge.telemetry.refused("stream", exc.status)
+        return _refused(exc)
+    return _event_stream(sink.body(turn), bridge.settings)
+
+
+def _event_stream(body: AsyncIterator[bytes], settings: Settings) -> EventSourceResponse:
+    """Framed events as an SSE response, with keep-alive comments while they pause."""
+    return EventSourceResponse(
+        body,
+        headers=dict(SSE_HEADERS),
+        sep="\n",
+        ping=settings.keep_alive_seconds,
+        ping_message_factory=lambda: ServerSentEvent(comment=KEEP_ALIVE_COMMENT, sep="\n"),
+    )
+
+
+def _chat_key(user_id: str, chat_id: str) -> ChatKey:
+    if not re.fullmatch(CHAT_ID_PATTERN, chat_id):
+        raise RequestError(422, "not a chat id: letters, digits and _.:- (at most 128)")
+    return (user_id, chat_id)
+
+
+def _refused(exc: RequestError) -> JSONResponse:
+    headers = {"retry-after": str(exc.retry_after)} if exc.retry_after is not None else None
+    return JSONResponse({"detail": exc.message}, status_code=exc.status, headers=headers)
+
+
+_JSON_ERROR: dict[str, Any] = {"content": {"application/json": {"schema": {"type": "object"}}}}
+_NOT_A_CHAT_ID: dict[int | str, dict[str, Any]] = {
+    422: {"description": "Not a chat id", **_JSON_ERROR}
+}
+
+
+@router.get(
+    "/stream/{chat_id}/stream",
+    response_model=None,
+    responses={
+        200: {
+            "description": "The active response, replayed from its start, then live",
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        },
+        204: {"description": "The chat has no active response"},
+        **_NOT_A_CHAT_ID,
+        503: {"description": "The server is at its response limit", **_JSON_ERROR},
+    },
+)
+async def resume_stream(
+    chat_id: str, request: Request, user_id: Annotated[str, Depends(current_user)]
+) -> Response:
+    """The chat's active response from its ``start``, then live to ``[DONE]``; 204 when the
+    chat has none (also for a chat of another user, or one never seen)."""
+    bridge = bridge_of(request.app.state)
+    try:
+        chat = _chat_key(user_id, chat_id)
+    except RequestError as exc:
+        return _refused(exc)
+    slots = bridge.response_slots
+    if not slots.try_acquire():
+        return _refused(slots.busy_error())
+    try:
+        events = await bridge.coordination.chunk_logs.follow(chat)
+    except BaseException:
+        slots.release()
+        raise
+    if events is None:
+        slots.release()
+        return Response(status_code=204)
+    logger.info("stream resumed chat=%s", chat_id)
+    return _event_stream(_followed(events, slots.release), bridge.settings)
+
+
+async def _followed(
+    events: AsyncGenerator[bytes, None], release: Callable[[], None]
+) -> AsyncIterator[bytes]:
+    try:
+        async for event in events:
+            yield event
+    finally:
+        release()
+        await events.aclose()
+
+
+@router.delete(
+    "/stream/{chat_id}/stream",
+    status_code=204,
+    response_model=None,
+    responses={204: {"description": "Stopped, or nothing to stop"}, **_NOT_A_CHAT_ID},
+)
+async def stop_stream(
+    chat_id: str, request: Request, user_id: Annotated[str, Depends(current_user)]
+) -> Response:
+    """Stop the chat's active response wherever it runs; 204 whether or not one was running
+    (a chat of another user looks like a chat with nothing to stop)."""
+    bridge = bridge_of(request.app.state)
+    try:
+        chat = _chat_key(user_id, chat_id)
+    except RequestError as exc:
+        return _refused(exc)
+    await bridge.coordination.stops.stop(chat)
+    logger.info("stop requested chat=%s", chat_id)
+    return Response(status_code=204)
+
+
+# A method neither route takes is answered here: otherwise the router would answer 405 with
+# only the first route's method in `Allow`.
+@router.api_route(
+    "/stream/{chat_id}/stream",
+    methods=["HEAD", "OPTIONS", "PATCH", "POST", "PUT"],
+    include_in_schema=False,
+)
+async def chat_stream_other_methods() -> Response:
+    return JSONResponse(
+        {"detail": "Method Not Allowed"}, status_code=405, headers={"allow": "GET, DELETE"}
+    )
+
+
+async def read_chat_request(request: Request, settings: Settings) -> ChatRequest:
+    content_type = request.headers.get("content-type", "")
+    if content_type.split(";")[0].strip().lower() != "application/json":
+        raise RequestError(415, "send the chat request as application/json")
+    limits = RequestLimits.from_settings(settings)
+    max_bytes = limits.max_request_bytes
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+        raise RequestError(413, f"the request body is larger than {max_bytes} bytes")
+    body = bytearray()
+    try:
+        async with asyncio.timeout(settings.request_body_timeout_seconds):
+            async for piece in request.stream():
+                body.extend(piece)
+                if len(body) > max_bytes:
+                    raise RequestError(413, f"the request body is larger than {max_bytes} bytes")
+    except TimeoutError:
+        raise RequestError(
+            408,
+            f"the request body did not arrive within {settings.request_body_timeout_seconds:g} s",
+        ) from None
+    chat: ChatRequest = await run_bounded(len(body), parse_chat_body, bytes(body), limits)
+    return chat
+
+
+class QueueSink:
+    """The turn's events, handed to the response body through a queue."""
+
+    def __init__(self) -> None:
+        self._queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self._closed = False
+        self._reader_gone = False  # nobody reads the queue any more (a resumable response)
+
+    async def send(self, events: Sequence[bytes]) -> None:
+        if self._reader_gone:
+            return
+        for event in events:
+            self._queue.put_nowait(event)
+
+    async def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._queue.put_nowait(None)
+
+    async def body(self, turn: RequestTurn) -> AsyncIterator[bytes]:
+        # Bytes pass through sse-starlette untouched; it only adds the keep-alive comments.
+        completed = False
+        try:
+            while (event := await self._queue.get()) is not None:
+                yield event
+            completed = True
+        finally:
+            if not completed:
+                self._reader_gone = True
+                turn.client_left()

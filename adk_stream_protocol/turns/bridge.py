@@ -1,0 +1,135 @@
+"""The ``Bridge``: what one running application shares between its requests.
+
+It holds the settings, the two ADK runners (``run_async`` for ``/stream``, ``run_live`` with
+the approval gate for ``/live``), the chats' sessions, the coordination seams and the
+process's response slots. The application builds one at start-up (``app.state.bridge``);
+the transports reach it through ``bridge_of``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+from typing import Any
+
+from google.adk.agents import BaseAgent
+from google.adk.agents.run_config import RunConfig
+from google.adk.apps import App
+from google.adk.runners import Runner
+from google.genai import types
+from starlette.datastructures import State
+
+from adk_stream_protocol.coordination.base import Coordination
+from adk_stream_protocol.foundation.limits import ResponseSlots
+from adk_stream_protocol.foundation.settings import Settings
+from adk_stream_protocol.observability.metrics import Metrics
+from adk_stream_protocol.observability.recording import Recorder
+from adk_stream_protocol.observability.telemetry import Telemetry
+from adk_stream_protocol.plugins.approvals import LiveApprovalPlugin
+from adk_stream_protocol.plugins.steering import SteeringPlugin
+from adk_stream_protocol.plugins.tool_ui import ToolUiPlugin
+from adk_stream_protocol.store.artifact_files import ChatArtifacts, create_artifact_service
+from adk_stream_protocol.store.sessions import ChatSessions, create_session_service
+
+logger = logging.getLogger(__name__)
+
+# What the server runs: an ADK agent, or an App around one.
+AgentLike = BaseAgent | App
+
+# The client says when the user starts and stops speaking (audio_control frames).
+_CLIENT_SIDE_VAD = types.RealtimeInputConfig(
+    automatic_activity_detection=types.AutomaticActivityDetection(disabled=True)
+)
+
+
+class Bridge:
+    """Everything one running application shares: settings, runners, chats, coordination,
+    response slots and background tasks."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        agent: AgentLike,
+        live_agent: AgentLike,
+        coordination: Coordination,
+    ) -> None:
+        self.settings = settings
+        self.coordination = coordination
+        self.telemetry = Telemetry(Metrics() if settings.metrics else None)
+        service = create_session_service(settings.session_store)
+        self.artifact_service = create_artifact_service(settings.artifact_store)
+        # Tools send data parts to the response of their chat (docs/adr/0025).
+        self.tool_ui = ToolUiPlugin()
+        app = agent if isinstance(agent, App) else App(name=settings.app_name, root_agent=agent)
+        # Steering messages of a resumed turn reach the model (docs/adr/0022).
+        steered = app.model_copy(update={"plugins": [*app.plugins, SteeringPlugin(), self.tool_ui]})
+        self.runner = Runner(
+            app=steered, session_service=service, artifact_service=self.artifact_service
+        )
+        # /live gates tools itself (ADK live cannot confirm): the same app plus our plugin.
+        live_app = (
+            live_agent
+            if isinstance(live_agent, App)
+            else app.model_copy(update={"root_agent": live_agent})
+        )
+        gate = LiveApprovalPlugin(
+            coordination.pending,
+            settings.approval_timeout_seconds,
+            on_outcome=lambda outcome: self.telemetry.approval_outcome("live", outcome),
+        )
+        self.live_runner = Runner(
+            app=live_app.model_copy(update={"plugins": [*live_app.plugins, gate, self.tool_ui]}),
+            session_service=service,
+            artifact_service=self.artifact_service,
+        )
+        self.sessions = ChatSessions(service, app.name)
+        self.response_slots = ResponseSlots(settings.max_concurrent_responses)
+        self.recorder = Recorder(settings.record_dir)
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def chat_artifacts(self, user_id: str, chat_id: str) -> ChatArtifacts:
+        return ChatArtifacts(
+            self.artifact_service,
+            app_name=self.sessions.app_name,
+            user_id=user_id,
+            chat_id=chat_id,
+            inline_max_bytes=self.settings.artifact_inline_max_bytes,
+            root_path=self.settings.root_path,
+        )
+
+    def live_run_config(self) -> RunConfig:
+        if self.settings.live_modality == "AUDIO":
+            return RunConfig(
+                response_modalities=["AUDIO"],
+                output_audio_transcription=types.AudioTranscriptionConfig(),
+                input_audio_transcription=types.AudioTranscriptionConfig(),
+                realtime_input_config=_CLIENT_SIDE_VAD,
+            )
+        return RunConfig(
+            response_modalities=["TEXT"],
+            output_audio_transcription=None,
+            input_audio_transcription=types.AudioTranscriptionConfig(),
+            realtime_input_config=_CLIENT_SIDE_VAD,
+        )
+
+    def spawn(self, coro: Coroutine[Any, Any, None], *, name: str) -> asyncio.Task[None]:
+        """Run a background task that the bridge keeps alive and cancels on shutdown."""
+        task = asyncio.create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.recorder.close()
+        await self.runner.close()
+        await self.live_runner.close()
+
+
+def bridge_of(state: State) -> Bridge:
+    """The application's bridge, from ``request.app.state`` (set by the lifespan)."""
+    bridge: Bridge = state.bridge
+    return bridge

@@ -1,0 +1,315 @@
+"""One turn on a ``/live`` socket: a user message, and every response until the model's
+answer is complete.
+
+A turn opens a response for its message, and another for each continuation (the client's
+approvals and browser results). Each response ends with ``[DONE]`` when the model's turn
+completes, when it is interrupted, or when the turn pauses for the client. The turn owns what
+lasts across its responses: the calls made so far, the approvals asked, the chunks held back
+for its final response, and events that arrived while no response was open. A new message
+starts a new turn, so none of it outlives the turn.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from google.adk.events import Event
+from google.genai import types
+
+from adk_stream_protocol.coordination.base import ChatKey, PendingCalls, ResponseLog, WaitingCall
+from adk_stream_protocol.foundation.settings import Settings
+from adk_stream_protocol.observability.telemetry import ResponseObserver
+from adk_stream_protocol.protocol.chunks import BaseChunk, DataChunk, FinishReason
+from adk_stream_protocol.protocol.converter import StreamProtocolConverter
+from adk_stream_protocol.protocol.tool_calls import TurnCalls
+from adk_stream_protocol.protocol.ui_messages import UIMessage
+from adk_stream_protocol.store.artifact_files import ChatArtifacts
+from adk_stream_protocol.turns.deferral import Deferral
+from adk_stream_protocol.turns.live_runs import LiveRun
+from adk_stream_protocol.turns.planner import (
+    Answers,
+    check_complete,
+    collect_answers,
+    take_steering,
+)
+from adk_stream_protocol.turns.response import ChunkSink, DeliveryRecord, Response
+
+logger = logging.getLogger(__name__)
+
+Spawn = Callable[[Coroutine[Any, Any, None]], object]
+
+
+class LiveResponse(Response):
+    """A response on the socket, and what it needs to know to end when it pauses."""
+
+    def __init__(
+        self,
+        converter: StreamProtocolConverter,
+        sink: ChunkSink,
+        log: ResponseLog,
+        *,
+        deferral: Deferral | None,
+        on_end: Callable[[], None],
+        observer: ResponseObserver | None = None,
+        recording: DeliveryRecord | None = None,
+        files: ChatArtifacts | None = None,
+    ) -> None:
+        super().__init__(
+            converter,
+            sink,
+            log,
+            deferral=deferral,
+            observer=observer,
+            recording=recording,
+            files=files,
+        )
+        self.calls = TurnCalls()  # the calls this response made, and their results
+        self.announced: set[str] = set()  # approval ids whose requests it sent
+        self.on_end = on_end  # gives back the process's response slot
+
+
+class LiveTurn:
+    def __init__(
+        self,
+        chat: ChatKey,
+        *,
+        settings: Settings,
+        run: LiveRun,
+        pending: PendingCalls,
+        spawn: Spawn,
+    ) -> None:
+        self._chat = chat
+        self._settings = settings
+        self._run = run
+        self._pending = pending
+        self._spawn = spawn
+        self.calls = TurnCalls()  # every call of the turn, from the run's events
+        self.approvals: dict[str, str] = {}  # approval id -> the call it gates
+        self._delivered: set[str] = set()  # browser calls whose result the client gave
+        self._rearm: set[str] = set()  # approved browser calls to hand back to the browser
+        self._unannounced: list[WaitingCall] = []  # approvals whose call event is still due
+        self._held: list[BaseChunk] = []  # held back for the turn's final response
+        self._backlog: list[Event] = []  # arrived while no response was open
+        self._steered: set[str] = set()  # ids of the steering messages this turn took
+        self._steering: list[types.Part] = []  # taken, for when the model's turn completes
+        self.response: LiveResponse | None = None
+
+    # -- responses ----------------------------------------------------------------------------
+
+    async def open_response(
+        self,
+        message_id: str,
+        sink: ChunkSink,
+        log: ResponseLog,
+        *,
+        on_end: Callable[[], None],
+        continuation: bool = False,
+        denied: set[str] | None = None,
+        recording: DeliveryRecord | None = None,
+    ) -> LiveResponse:
+        converter = StreamProtocolConverter(
+            message_id=message_id,
+            error_detail=self._settings.error_detail,
+            denied_tool_call_ids=denied or (),
+            # A new message holds no earlier calls; a continuation holds this turn's calls.
+            known_tool_call_ids=set(self.calls.calls) if continuation else set(),
+        )
+        defer = continuation and not self._settings.stream_intermediate_results
+        response = LiveResponse(
+            converter,
+            sink,
+            log,
+            deferral=Deferral(self._held) if defer else None,
+            on_end=on_end,
+            observer=self._run.observe_response(continuation=continuation),
+            recording=recording,
+            files=self._run.artifacts,
+        )
+        self.response = response
+        self._run.send_data_to(self.tool_data)
+        await response.start()
+        return response
+
+    async def end_response(self, reason: FinishReason | None = None) -> None:
+        response = self._close_response()
+        if response is not None:
+            held = await response.finish(reason)
+            if response.deferring:
+                self._held = held
+
+    async def fail_response(self, exc: Exception) -> bool:
+        """End the open response with an ``error`` chunk and ``[DONE]``; False if none is."""
+        response = self._close_response()
+        if response is None:
+            return False
+        await response.fail(exc)
+        self._held = []
+        return True
+
+    def _close_response(self) -> LiveResponse | None:
+        response, self.response = self.response, None
+        if response is not None:
+            response.on_end()
+        return response
+
+    async def end_if_paused(self) -> None:
+        """End the response when its turn waits only for the client."""
+        response = self.response
+        if response is None or not response.awaiting_client:
+            return
+        waiting = await self._pending.waiting(self._chat)
+        if any(w.approval_id and w.approval_id not in response.announced for w in waiting):
+            return  # an approval request is about to be sent in this response
+        if response.calls.unsettled() - {w.call_id for w in waiting}:
+            return  # a tool of this step has not run yet: its result or request belongs here
+        await self.end_response()
+
+    # -- the run's events ---------------------------------------------------------------------
+
+    async def on_event(self, event: Event) -> None:
+        response = self.response
+        if response is None:
+            self._backlog.append(event)
+            return
+        self.calls.observe(event)
+        response.calls.observe(event)
+        await response.convert(event)
+        await self._announce_known_calls(response)
+        if event.turn_complete and self._steering:
+            self._steer()  # the response goes on with the model's answer to it
+        elif event.turn_complete:
+            await self.end_response()
+        elif event.interrupted:
+            self._run.discard_rest_of_model_turn()
+            await self.end_response(reason="other")
+        else:
+            await self.end_if_paused()
+
+    async def tool_data(self, chunk: DataChunk, call_id: str | None) -> None:
+        """A data part from a tool of this turn, into its open response (docs/adr/0025). A
+        tool of an abandoned turn still running has no part in this message: dropped."""
+        response = self.response
+        if response is not None and (call_id is None or call_id in self.calls.calls):
+            await response.tool_data(chunk, call_id)
+        else:
+            logger.debug("tool data of another turn dropped chat=%s", self._chat[1])
+
+    async def interrupt(self) -> None:
+        if self.response is None:
+            return
+        logger.info("live interrupt chat=%s", self._chat[1])
+        self._run.discard_rest_of_model_turn()
+        await self.end_response(reason="other")
+
+    # -- calls waiting for the client (called by the approval plugin's PendingCalls) -----------
+
+    def on_waiting(self, call: WaitingCall) -> None:
+        if call.approval_id is not None:
+            self.approvals[call.approval_id] = call.call_id
+        self._spawn(self._announce(call))
+
+    async def _announce(self, call: WaitingCall) -> None:
+        response = self.response
+        if response is None:
+            logger.info("call %s waits with no open response", call.call_id)
+            return
+        if call.approval_id is None:
+            if call.call_id in self._rearm:
+                # Approved without its result: the browser runs it now (docs/adr/0011).
+                self._rearm.discard(call.call_id)
+                name = self.calls.calls.get(call.call_id, "")
+                await response.rearm(call.call_id, name, self.calls.call_args.get(call.call_id, {}))
+            await self.end_if_paused()
+        elif call.call_id in self.calls.calls:
+            await self._request_approval(response, call)
+        else:
+            # The tool part must be in the message before its approval request: sent when
+            # the call's event arrives.
+            self._unannounced.append(call)
+
+    async def _announce_known_calls(self, response: LiveResponse) -> None:
+        ready = [c for c in self._unannounced if c.call_id in self.calls.calls]
+        for call in ready:
+            self._unannounced.remove(call)
+            await self._request_approval(response, call)
+
+    async def _request_approval(self, response: LiveResponse, call: WaitingCall) -> None:
+        assert call.approval_id is not None
+        await response.approval_request(call.approval_id, call.call_id)
+        response.announced.add(call.approval_id)
+        await self.end_if_paused()
+
+    # -- the client's answers -----------------------------------------------------------------
+
+    async def plan_continuation(self, message: UIMessage) -> Answers:
+        """What the client's message answers (refused with ``RequestError`` if nothing)."""
+        view = _TurnPending(self, await self._pending.waiting(self._chat))
+        answers = collect_answers(message, view)
+        take_steering(answers, message, self._steered)
+        if not (answers.empty() and self._backlog):  # a backlog is worth a response
+            check_complete(answers, message.id, view)
+        return answers
+
+    async def apply_answers(self, answers: Answers) -> None:
+        """Run what the answers decide, inside the response just opened for them."""
+        # Steering waits for the end of the model's turn: user content sent while the model
+        # waits for tool results or answers interrupts it (docs/adr/0022).
+        self._steered.update(answers.steering_ids)
+        self._steering.extend(answers.steering)
+        if self.response is not None:
+            for decision in answers.decisions:
+                self.response.observer.approval_decided(decision.approved)
+        backlog, self._backlog = self._backlog, []
+        for event in backlog:
+            await self.on_event(event)
+        self._rearm.update(c for c in answers.rearmed if c not in answers.outputs)
+        for decision in answers.decisions:
+            await self._pending.decide(self._chat, decision.approval_id, decision.approved)
+        for call_id, result in answers.outputs.items():
+            await self.deliver(call_id, result)
+
+    def _steer(self) -> None:
+        logger.debug("live steering sent chat=%s parts=%d", self._chat[1], len(self._steering))
+        content = types.Content(role="user", parts=self._steering)
+        self._steering = []
+        self._run.send_content(content)
+
+    def waiting_browser_calls(self) -> set[str]:
+        """Browser calls still without the client's result."""
+        return self.calls.pending_browser_calls() - self._delivered
+
+    def answered_calls(self) -> set[str]:
+        return self.calls.answered | self._delivered
+
+    async def deliver(self, call_id: str, result: dict[str, Any]) -> None:
+        self._delivered.add(call_id)
+        await self._pending.deliver(self._chat, call_id, result)
+
+
+class _TurnPending:
+    """``PendingView`` of a live turn: its calls, and what waits right now."""
+
+    def __init__(self, turn: LiveTurn, waiting: list[WaitingCall]) -> None:
+        self._turn = turn
+        self._approvals = {w.approval_id for w in waiting if w.approval_id is not None}
+        self._gated = {w.call_id for w in waiting if w.approval_id is not None}
+
+    def approval_call(self, approval_id: str) -> str | None:
+        return self._turn.approvals.get(approval_id)
+
+    def approval_decided(self, approval_id: str) -> bool:
+        return approval_id not in self._approvals
+
+    def pending_approvals(self) -> set[str]:
+        return set(self._approvals)
+
+    def waiting_calls(self) -> set[str]:
+        return self._turn.waiting_browser_calls()
+
+    def gated_calls(self) -> set[str]:
+        return set(self._gated)
+
+    def answered_calls(self) -> set[str]:
+        return self._turn.answered_calls()

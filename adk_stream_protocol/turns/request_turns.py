@@ -1,0 +1,256 @@
+"""A turn that answers one chat request with one ADK ``run_async`` (``POST /stream``).
+
+plan (``planner.plan_turn``, under the chat's lease) → run (``Runner.run_async``) → convert and
+deliver (``response.Response``). The transport only supplies the request and a ``ChunkSink``.
+
+The run is its own task. When the client goes away (``stop()``, a closed tab) the transport
+calls ``client_left``: that sets ADK's abort signal, and the run ends on its own, sealing the
+invocation in the session, instead of being cancelled in the middle of a write. A stop sent
+through ``StopSignals`` (``DELETE /stream/{chatId}/stream``, from any instance) and a lease
+that lapsed under the run do the same. With resumable streams a client that leaves does not
+stop the run: the response goes on into the chat's chunk log, to be resumed. A client that
+says it is done with the response (``stop``, an ai 7 socket's ``abort``) stops it either way.
+
+``ai_sdk`` is the AI SDK version the client is known to speak: 7 only on an ai 7 socket, or
+when a ``POST /stream`` body says ``"aiSdk": 7`` (docs/adr/0023).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import AsyncGenerator, Callable
+from contextlib import aclosing
+
+from google.adk.agents.run_config import RunConfig, StreamingMode
+from google.adk.events import Event
+
+from adk_stream_protocol.coordination.base import ChatKey, ChatLease, StopSubscription
+from adk_stream_protocol.foundation.errors import RequestError
+from adk_stream_protocol.protocol.chunks import AiSdkVersion, Transport
+from adk_stream_protocol.protocol.converter import StreamProtocolConverter
+from adk_stream_protocol.protocol.ui_messages import ChatRequest
+from adk_stream_protocol.store.history import (
+    ASSISTANT_MESSAGE_ID_KEY,
+    DEFERRED_KEY,
+    RESPONSE_ID_KEY,
+    USER_MESSAGE_ID_KEY,
+)
+from adk_stream_protocol.turns.bridge import Bridge
+from adk_stream_protocol.turns.deferral import Deferral
+from adk_stream_protocol.turns.planner import TurnPlan, plan_turn
+from adk_stream_protocol.turns.response import ChunkSink, DeliveryRecord, Response
+
+logger = logging.getLogger(__name__)
+
+
+async def begin_request_turn(
+    bridge: Bridge,
+    user_id: str,
+    request: ChatRequest,
+    sink: ChunkSink,
+    *,
+    on_end: Callable[[], None],
+    ai_sdk: AiSdkVersion = 6,
+    transport: Transport = "stream",
+) -> RequestTurn:
+    """Plan the request under the chat's lease and start its run. Refusals raise
+    ``RequestError`` before anything is sent; ``on_end`` is called once the run has ended."""
+    settings = bridge.settings
+    chat: ChatKey = (user_id, request.id)
+    recording = bridge.recorder.open(transport, request, ai_sdk=ai_sdk)
+    try:
+        lease = await bridge.coordination.leases.acquire(chat, settings.chat_busy_timeout_seconds)
+    except TimeoutError:
+        raise RequestError(
+            409, "this chat is still answering an earlier request; try again shortly"
+        ) from None
+    try:
+        plan = await _plan(bridge, user_id, request)
+        stop = await bridge.coordination.stops.subscribe(chat)
+    except BaseException:
+        await lease.release()
+        raise
+    turn = RequestTurn(
+        bridge,
+        chat,
+        plan,
+        sink,
+        lease=lease,
+        stop=stop,
+        on_end=on_end,
+        ai_sdk=ai_sdk,
+        decisions=_decisions(request) if plan.continuation else [],
+        transport=transport,
+        recording=recording,
+    )
+    turn.begin()
+    return turn
+
+
+async def _plan(bridge: Bridge, user_id: str, request: ChatRequest) -> TurnPlan:
+    sessions = bridge.sessions
+    session = await sessions.open(user_id, request.id)
+    plan = plan_turn(
+        request,
+        session.events,
+        defer_intermediate=not bridge.settings.stream_intermediate_results,
+    )
+    if plan.rewind_before_invocation_id:
+        await bridge.runner.rewind_async(
+            user_id=user_id,
+            session_id=request.id,
+            rewind_before_invocation_id=plan.rewind_before_invocation_id,
+        )
+    if plan.prior_tool_results is not None:
+        # Stored in the paused invocation, where the model expects the calls' results.
+        session = await sessions.open(user_id, request.id)
+        await sessions.service.append_event(
+            session,
+            Event(
+                author="user",
+                invocation_id=plan.prior_invocation_id or session.events[-1].invocation_id,
+                content=plan.prior_tool_results,
+                custom_metadata=plan.prior_metadata,
+            ),
+        )
+    logger.info(
+        "turn user=%s chat=%s trigger=%s continuation=%s rewind=%s",
+        user_id,
+        request.id,
+        request.trigger,
+        plan.continuation,
+        bool(plan.rewind_before_invocation_id),
+    )
+    return plan
+
+
+def _decisions(request: ChatRequest) -> list[tuple[str, bool, str | None]]:
+    """The approvals the continuation answers: parts the client marked responded."""
+    return [
+        (part.approval.id, part.approval.approved, part.approval.reason)
+        for part in request.last_message.tool_parts()
+        if part.state == "approval-responded"
+        and part.approval is not None
+        and part.approval.approved is not None
+    ]
+
+
+class RequestTurn:
+    """The run of one planned request and its one response."""
+
+    def __init__(
+        self,
+        bridge: Bridge,
+        chat: ChatKey,
+        plan: TurnPlan,
+        sink: ChunkSink,
+        *,
+        lease: ChatLease,
+        stop: StopSubscription,
+        on_end: Callable[[], None],
+        ai_sdk: AiSdkVersion = 6,
+        decisions: list[tuple[str, bool, str | None]] | None = None,
+        transport: Transport = "stream",
+        recording: DeliveryRecord | None = None,
+    ) -> None:
+        self._bridge = bridge
+        self._recording = recording
+        self._ai_sdk = ai_sdk
+        self._decisions = decisions or []
+        self._chat = chat
+        self._plan = plan
+        self._sink = sink
+        self._lease = lease
+        self._stop = stop
+        self._on_end = on_end
+        self._observer = bridge.telemetry.response(
+            chat[1], transport, ai_sdk=ai_sdk, continuation=plan.continuation
+        )
+
+    def begin(self) -> None:
+        # The run's task copies the current context: ADK's spans nest under the response's.
+        with self._observer.current():
+            self._bridge.spawn(self._run(), name=f"stream:{self._chat[1]}")
+
+    def client_left(self) -> None:
+        if self._bridge.settings.resumable_streams:
+            logger.info("client left user=%s chat=%s: the response goes on", *self._chat)
+            return
+        logger.info("client left user=%s chat=%s: aborting the run", *self._chat)
+        self._stop.stopped.set()
+
+    def stop(self) -> None:
+        """The client is done with the response: the run ends as a stop ends it."""
+        logger.info("response stopped by its client user=%s chat=%s", *self._chat)
+        self._stop.stopped.set()
+
+    async def _abort_when_lease_lost(self) -> None:
+        await self._lease.lost.wait()
+        logger.warning("chat lease lapsed under its run user=%s chat=%s: aborting", *self._chat)
+        self._stop.stopped.set()
+
+    async def _run(self) -> None:
+        plan = self._plan
+        converter = StreamProtocolConverter(
+            message_id=plan.message_id,
+            error_detail=self._bridge.settings.error_detail,
+            denied_tool_call_ids=plan.denied_tool_call_ids,
+            ai_sdk=self._ai_sdk,
+        )
+        lease_watch = self._bridge.spawn(self._abort_when_lease_lost(), name="lease-watch")
+        response: Response | None = None
+        try:
+            log = await self._bridge.coordination.chunk_logs.open(self._chat, self._lease)
+            response = Response(
+                converter,
+                self._sink,
+                log,
+                deferral=Deferral() if plan.defer else None,
+                observer=self._observer,
+                recording=self._recording,
+                files=self._bridge.chat_artifacts(*self._chat),
+            )
+            await response.start()
+            # The chat's tools send their data parts here while the run lasts (ADR 0025).
+            self._bridge.tool_ui.open_route(self._chat, response.tool_data)
+            try:
+                await response.approval_responses(self._decisions)
+                await response.emit(converter.replay(plan.replay))
+                if plan.new_message is None:
+                    for call in plan.rearmed_calls:
+                        await response.rearm(call.call_id, call.tool_name, call.args)
+                else:
+                    async with aclosing(self._events()) as events:
+                        async for event in events:
+                            await response.convert(event)
+            except Exception as exc:
+                await response.fail(exc)
+            else:
+                await response.finish()
+        finally:
+            if response is not None:
+                self._bridge.tool_ui.close_route(self._chat, response.tool_data)
+            lease_watch.cancel()
+            self._observer.end()  # a no-op once the response ended
+            await self._sink.close()  # a no-op once the response ended
+            await self._stop.close()
+            await self._lease.release()
+            self._on_end()
+
+    def _events(self) -> AsyncGenerator[Event, None]:
+        plan = self._plan
+        stamps: dict[str, object] = {RESPONSE_ID_KEY: uuid.uuid4().hex}
+        if plan.user_message_id is not None:
+            stamps[USER_MESSAGE_ID_KEY] = plan.user_message_id
+        stamps[ASSISTANT_MESSAGE_ID_KEY] = plan.message_id
+        if plan.defer:
+            stamps[DEFERRED_KEY] = True
+        assert plan.new_message is not None
+        return self._bridge.runner.run_async(
+            user_id=self._chat[0],
+            session_id=self._chat[1],
+            new_message=plan.new_message,
+            run_config=RunConfig(streaming_mode=StreamingMode.SSE, custom_metadata=stamps),
+            abort_signal=self._stop.stopped,
+        )

@@ -1,0 +1,176 @@
+"""One response of a turn, from ADK events to delivered bytes: convert → defer → deliver.
+
+Both transports open a ``Response`` per response and feed it what their run produces; they
+differ only in the ``ChunkSink`` that carries the framed events (an SSE body, WebSocket text
+frames). Every delivered event also goes to the chat's ``ResponseLog``, so a client that lost
+the connection can resume the response from its start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from google.adk.events import Event
+
+from adk_stream_protocol.coordination.base import ResponseLog
+from adk_stream_protocol.observability.telemetry import ResponseObserver, error_code
+from adk_stream_protocol.protocol.chunks import BaseChunk, DataChunk, FinishReason
+from adk_stream_protocol.protocol.converter import StreamProtocolConverter
+from adk_stream_protocol.protocol.sse import DONE, encode_event
+from adk_stream_protocol.store.artifact_files import ChatArtifacts
+from adk_stream_protocol.turns.deferral import Deferral
+
+logger = logging.getLogger(__name__)
+
+DONE_EVENT = DONE.encode()
+
+
+class ChunkSink(Protocol):
+    """Where a response's framed events go: the transport's side of the pipeline."""
+
+    async def send(self, events: Sequence[bytes]) -> None: ...
+
+    async def close(self) -> None:
+        """The response ended (its ``[DONE]`` was sent)."""
+
+
+class DeliveryRecord(Protocol):
+    """Sees the chunks a response delivers, then its end (a recording: docs/adr/0026).
+    Called on the event loop: it must neither block nor raise."""
+
+    def delivered(self, chunks: Sequence[BaseChunk]) -> None: ...
+
+    def ended(self) -> None: ...
+
+
+class Response:
+    """A response's converter, its deferral (if it holds back) and its delivery.
+
+    ``finish``/``fail`` end it once; they return what a deferring response that paused holds
+    for the turn's final response.
+    """
+
+    def __init__(
+        self,
+        converter: StreamProtocolConverter,
+        sink: ChunkSink,
+        log: ResponseLog,
+        *,
+        deferral: Deferral | None = None,
+        observer: ResponseObserver | None = None,
+        recording: DeliveryRecord | None = None,
+        files: ChatArtifacts | None = None,
+    ) -> None:
+        self.converter = converter
+        self.observer = observer or ResponseObserver.inert()  # its span and metrics
+        self._recording = recording
+        self._sink = sink
+        self._log = log
+        self._deferral = deferral
+        self._files = files  # the chat's saved artifacts, sent as file parts
+        self.ended = False
+        self.done = asyncio.Event()  # set once its [DONE] is out (or it failed to go out)
+
+    @property
+    def deferring(self) -> bool:
+        return self._deferral is not None
+
+    @property
+    def awaiting_client(self) -> bool:
+        return self.converter.awaiting_client
+
+    async def start(self) -> None:
+        # Sent at once even when deferring: the client sees the response begin.
+        await self._deliver(self.converter.start())
+
+    async def emit(self, chunks: Sequence[BaseChunk], *, keep: bool = False) -> None:
+        """Send (or collect, when deferring) chunks; ``keep``: never held for a later
+        response, even when this one pauses (docs/adr/0025)."""
+        if not chunks or self.ended:
+            return
+        self.observer.chunks(chunks)
+        if self._deferral is not None:
+            self._deferral.collect(chunks, keep=keep)
+        else:
+            await self._deliver(chunks)
+
+    async def convert(self, event: Event) -> None:
+        errored = self.converter.errored
+        chunks = self.converter.convert(event)
+        if self.converter.errored and not errored:
+            self.observer.error(error_code(event))
+        await self.emit(chunks)
+        if chunks:
+            self.observer.answered(delivered=self._deferral is None)
+        if self._files is not None and not self.ended:
+            # After the event's tool results: a tool's file follows its output.
+            await self.emit(await self._files.files_of(event), keep=True)
+
+    async def approval_responses(self, decisions: Sequence[tuple[str, bool, str | None]]) -> None:
+        for _, approved, _ in decisions:
+            self.observer.approval_decided(approved)
+        await self.emit(self.converter.approval_responses(decisions))
+
+    async def tool_data(self, chunk: DataChunk, call_id: str | None = None) -> None:
+        """A data part a tool sent while it runs (``tool_ui.send_data``). A transient one
+        goes out at once even when deferring: it is live progress, kept in no message."""
+        if chunk.transient and not self.ended:
+            await self._deliver([chunk])
+        else:
+            await self.emit([chunk], keep=True)
+
+    async def approval_request(self, approval_id: str, call_id: str) -> None:
+        await self.emit(self.converter.approval_request(approval_id, call_id))
+
+    async def rearm(self, call_id: str, tool_name: str, args: dict[str, Any]) -> None:
+        await self.emit(self.converter.rearm(call_id, tool_name, args))
+
+    async def finish(self, reason: FinishReason | None = None) -> list[BaseChunk]:
+        if self.ended:
+            return []
+        await self.emit(self.converter.finish(reason))
+        return await self._end()
+
+    async def fail(self, exc: BaseException) -> list[BaseChunk]:
+        """End with an ``error`` chunk after the run (or our handling of it) raised."""
+        if self.ended:
+            return []
+        if not self.converter.errored:
+            self.observer.error(type(exc).__name__)
+        await self.emit(self.converter.fail(exc))
+        return await self._end()
+
+    async def _end(self) -> list[BaseChunk]:
+        self.ended = True
+        held: list[BaseChunk] = []
+        try:
+            if self._deferral is not None:
+                paused = self.converter.awaiting_client and not self.converter.errored
+                now, held = self._deferral.settle(paused=paused)
+                await self._deliver(now)
+                if now:
+                    self.observer.delivered()
+            await self._send([DONE_EVENT])
+        finally:
+            try:
+                await self._log.close()
+                await self._sink.close()
+            finally:
+                self.observer.end()
+                self.done.set()
+                if self._recording is not None:
+                    self._recording.ended()
+        return held
+
+    async def _deliver(self, chunks: Sequence[BaseChunk]) -> None:
+        if chunks:
+            if self._recording is not None:
+                self._recording.delivered(chunks)
+            await self._send([encode_event(chunk) for chunk in chunks])
+
+    async def _send(self, events: list[bytes]) -> None:
+        await self._log.append(events)
+        await self._sink.send(events)
