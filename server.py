@@ -5,8 +5,7 @@ import logging
 
 import uvicorn
 
-from adk_stream_protocol import Settings
-from adk_stream_protocol.server.agents_folder import create_server
+from adk_stream_protocol import Settings, create_server
 
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 

@@ -98,7 +98,7 @@ BOTH = pytest.mark.parametrize("target", ["app", "server"], indirect=True)
 
 @BOTH
 def test_envelope_frames_without_a_chat_id_are_refused_with_a_reason(target: Target) -> None:
-    """Without ?chatId= a socket speaks ai 7's protocol (tests/test_live_v7.py)."""
+    """Without ?chatId= a socket speaks ai 7's protocol (tests/transports/test_live_v7.py)."""
     ws = target.connect("/live")
     try:
         ws.send(json.dumps({"type": "ping", "timestamp": 1}))

@@ -316,7 +316,8 @@ recording_agent = LlmAgent(
 @pytest.fixture(scope="module")
 def recording_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessApp]:
     with in_process_app(
-        tmp_path_factory.mktemp("steering"), agent="tests.test_request_parts_v7:recording_agent"
+        tmp_path_factory.mktemp("steering"),
+        agent="tests.protocol.test_request_parts_v7:recording_agent",
     ) as target:
         yield target
 

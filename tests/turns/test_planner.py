@@ -24,7 +24,7 @@ from adk_stream_protocol.turns.planner import (
     collect_answers,
     plan_turn,
 )
-from tests.test_tool_calls import (
+from tests.protocol.test_tool_calls import (
     call_event,
     gated_call,
     model_text,

@@ -38,7 +38,7 @@ from tests.support import (
     post_stream,
     user_message,
 )
-from tests.test_live_endpoint import LiveChat
+from tests.transports.test_live_endpoint import LiveChat
 
 AGENT = "tests.agents:root_agent"  # "transfer 500" asks for approval, "explode" raises
 PAYMENT = "Send 50 dollars to Hanako"

@@ -27,9 +27,9 @@ from adk_stream_protocol.coordination.redis.coordination import (
     connect_redis_coordination,
 )
 from adk_stream_protocol.coordination.redis.signals import RedisKeys
-from tests.test_coordination import Listener, Reader, read_all
+from tests.coordination.test_coordination import Listener, Reader, read_all
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CHAT: ChatKey = ("user:1/ü*?[x]", "chat-1")  # a user id with every kind of character
 LEASE_TTL = 0.5  # seconds
 LOG_TTL = 1.0

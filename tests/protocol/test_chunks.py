@@ -43,7 +43,7 @@ SAMPLES: list[c.BaseChunk] = [
     c.MessageMetadataChunk(message_metadata=None),
     c.ErrorChunk(error_text="oops"),
     c.AbortChunk(),
-    # ai 7 only (sent only to a client known to be ai 7; tests/test_live_v7.py).
+    # ai 7 only (sent only to a client known to be ai 7; tests/transports/test_live_v7.py).
     c.ToolApprovalResponseChunk(approval_id="a1", approved=False, reason="no"),
     c.TextEndChunk(
         id="t1",
