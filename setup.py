@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from setuptools import setup
@@ -32,6 +33,15 @@ class BuildWithPlayground(build_py):
             self.announce(f"{WITHOUT_PAGE} is set: the wheel has no playground page", level=2)
             return
         if BUILD_SCRIPT.is_file() and shutil.which("npm"):
+            # The slow step of a build, announced before it starts (the script prints a line
+            # per step it runs). `python -m build` and `pip install -v` show these lines;
+            # plain pip hides a build's output and says only "still running...".
+            print(
+                "Playground page: scripts/build-playground builds it when its sources changed"
+                " (npm ci + vite: ~15 s, a minute or two the first time)...",
+                file=sys.stderr,
+                flush=True,
+            )
             subprocess.run(["bash", str(BUILD_SCRIPT)], check=True, cwd=ROOT)
         if not (PAGE / "index.html").is_file():
             raise SystemExit(

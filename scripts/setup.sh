@@ -18,7 +18,7 @@ ensure_python_env() {
   local stamp="$VENV/.installed-$extras"
   local want; want="$(fingerprint "$ROOT/pyproject.toml")"
   if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-    echo "Installing Python packages ($extras)..." >&2
+    echo "Installing Python packages ($extras; about a minute the first time)..." >&2
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
     local spec="$ROOT"
     [ "$extras" = runtime ] || spec="$ROOT[$extras]"
@@ -38,7 +38,7 @@ ensure_node_packages() {
   local stamp="$dir/node_modules/.installed"
   local want; want="$(fingerprint "$dir/package-lock.json" "$@")"
   if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-    echo "Installing Node packages in $name..." >&2
+    echo "Installing Node packages in $name (npm ci, ~30 s)..." >&2
     (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error --engine-strict=false)
     echo "$want" > "$stamp"
   fi
@@ -88,8 +88,9 @@ ensure_built() {
     "$dir/vite.config.js" "$dir"/tsconfig*.json "${CLIENT_TARBALL:-$ROOT/client/src}" \
     -type f -print0 2>/dev/null | sort -z | xargs -0 cat | sha256sum | cut -d' ' -f1)"
   if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-    echo "Building $1 ($script)..." >&2
-    (cd "$dir" && npm run "$script" --silent)
+    echo "Building $1 (npm run $script: tsc + vite, ~15 s)..." >&2
+    # Vite's log level `warn`: its list of the files it wrote is noise on a first run.
+    (cd "$dir" && npm run "$script" --silent -- --logLevel warn)
     echo "$want" > "$stamp"
   fi
 }

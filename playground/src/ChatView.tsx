@@ -17,6 +17,7 @@ export function ChatView({ session }: { session: PlaygroundChat }) {
   const [files, setFiles] = useState<FileList | undefined>();
   const fileInput = useRef<HTMLInputElement>(null);
   const bottom = useRef<HTMLDivElement>(null);
+  const errorBox = useRef<HTMLDivElement>(null);
   const busy = status === 'submitted' || status === 'streaming';
   const [notice, setNotice] = useState<string | undefined>();
 
@@ -30,6 +31,12 @@ export function ChatView({ session }: { session: PlaygroundChat }) {
   useEffect(() => {
     bottom.current?.scrollIntoView?.({ block: 'end' });
   }, [messages]);
+
+  // The error box comes after the last message update, so the scroll above has already run:
+  // without this, in a long chat the error would stay below the fold.
+  useEffect(() => {
+    if (error) errorBox.current?.scrollIntoView?.({ block: 'nearest' });
+  }, [error]);
 
   function submit(event: FormEvent) {
     event.preventDefault();
@@ -66,7 +73,7 @@ export function ChatView({ session }: { session: PlaygroundChat }) {
           </p>
         )}
         {error && (
-          <div className="error" role="alert" data-testid="error-box">
+          <div ref={errorBox} className="error" role="alert" data-testid="error-box">
             <span data-testid="error-message">{error.message || 'Something went wrong.'}</span>
             <button data-testid="retry-button" onClick={() => void regenerate()} disabled={busy}>
               Retry

@@ -151,3 +151,21 @@ def test_error_and_retry(playground: Playground) -> None:
     expect(playground.assistant()).to_contain_text('You said: "Hello again".')
     expect(playground.by_id("error-box")).to_be_hidden()
     playground.expect_ready()
+
+
+@pytest.mark.parametrize("mode", [*AI7, AI7_VOICE], ids=str)
+def test_error_in_a_long_chat_is_scrolled_into_view(playground: Playground) -> None:
+    """An error at the end of a chat longer than the window shows whole on screen, not below
+    the fold: it appears after the page scrolled to the last message."""
+    # Long messages fill more than the window in a few turns (the demo model echoes each).
+    for turn in range(1, 4):
+        playground.send(f"Turn {turn}: " + "a long line of words " * 60)
+        expect(playground.messages("assistant")).to_have_count(turn)
+        playground.expect_ready()
+    messages = playground.by_id("messages")
+    assert messages.evaluate("box => box.scrollHeight > 2 * box.clientHeight"), "not long"
+
+    playground.send("fail")
+    expect(playground.status).to_have_text("error")
+    # All of it: a sliver of its top border at the bottom edge does not count.
+    expect(playground.by_id("error-box")).to_be_in_viewport(ratio=1)
