@@ -28,6 +28,7 @@ from adk_stream_protocol.observability.recording import Recorder
 from adk_stream_protocol.observability.telemetry import Telemetry
 from adk_stream_protocol.plugins.approvals import LiveApprovalPlugin
 from adk_stream_protocol.plugins.steering import SteeringPlugin
+from adk_stream_protocol.plugins.tool_starts import ToolStartPlugin
 from adk_stream_protocol.plugins.tool_ui import ToolUiPlugin
 from adk_stream_protocol.store.artifact_files import ChatArtifacts, create_artifact_service
 from adk_stream_protocol.store.sessions import ChatSessions, create_session_service
@@ -61,9 +62,13 @@ class Bridge:
         self.artifact_service = create_artifact_service(settings.artifact_store)
         # Tools send data parts to the response of their chat (docs/adr/0025).
         self.tool_ui = ToolUiPlugin()
+        # Every tool start is stored before its body runs (docs/adr/0032).
+        self.tool_starts = ToolStartPlugin(service)
         app = agent if isinstance(agent, App) else App(name=settings.app_name, root_agent=agent)
         # Steering messages of a resumed turn reach the model (docs/adr/0022).
-        steered = app.model_copy(update={"plugins": [*app.plugins, SteeringPlugin(), self.tool_ui]})
+        steered = app.model_copy(
+            update={"plugins": [*app.plugins, SteeringPlugin(), self.tool_ui, self.tool_starts]}
+        )
         self.runner = Runner(
             app=steered, session_service=service, artifact_service=self.artifact_service
         )
@@ -79,7 +84,9 @@ class Bridge:
             on_outcome=lambda outcome: self.telemetry.approval_outcome("live", outcome),
         )
         self.live_runner = Runner(
-            app=live_app.model_copy(update={"plugins": [*live_app.plugins, gate, self.tool_ui]}),
+            app=live_app.model_copy(
+                update={"plugins": [*live_app.plugins, gate, self.tool_ui, self.tool_starts]}
+            ),
             session_service=service,
             artifact_service=self.artifact_service,
         )

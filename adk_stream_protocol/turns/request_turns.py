@@ -24,6 +24,7 @@ from contextlib import aclosing
 
 from google.adk.agents.run_config import RunConfig, StreamingMode
 from google.adk.events import Event
+from google.genai import types
 
 from adk_stream_protocol.coordination.base import ChatKey, ChatLease, StopSubscription
 from adk_stream_protocol.foundation.errors import RequestError
@@ -39,6 +40,7 @@ from adk_stream_protocol.store.history import (
 from adk_stream_protocol.turns.bridge import Bridge
 from adk_stream_protocol.turns.deferral import Deferral
 from adk_stream_protocol.turns.planner import TurnPlan, plan_turn
+from adk_stream_protocol.turns.recovery import CALL_OUTCOME_KEY, Recovery
 from adk_stream_protocol.turns.response import ChunkSink, DeliveryRecord, Response
 
 logger = logging.getLogger(__name__)
@@ -214,16 +216,23 @@ class RequestTurn:
             await response.start()
             # The chat's tools send their data parts here while the run lasts (ADR 0025).
             self._bridge.tool_ui.open_route(self._chat, response.tool_data)
+            self._bridge.tool_starts.hold(self._chat, self._lease)
             try:
                 await response.approval_responses(self._decisions)
                 await response.emit(converter.replay(plan.replay))
-                if plan.new_message is None:
-                    for call in plan.rearmed_calls:
-                        await response.rearm(call.call_id, call.tool_name, call.args)
-                else:
+                if plan.recovery is not None:
+                    # A retry continues the cut run in this response; before a new message
+                    # the client has moved on, so the run finishes unseen.
+                    await self._finish_cut_run(
+                        plan.recovery, response if plan.new_message is None else None
+                    )
+                if plan.new_message is not None:
                     async with aclosing(self._events()) as events:
                         async for event in events:
                             await response.convert(event)
+                elif plan.recovery is None:
+                    for call in plan.rearmed_calls:
+                        await response.rearm(call.call_id, call.tool_name, call.args)
             except Exception as exc:
                 await response.fail(exc)
             else:
@@ -231,6 +240,7 @@ class RequestTurn:
         finally:
             if response is not None:
                 self._bridge.tool_ui.close_route(self._chat, response.tool_data)
+            self._bridge.tool_starts.let_go(self._chat, self._lease)
             lease_watch.cancel()
             self._observer.end()  # a no-op once the response ended
             await self._sink.close()  # a no-op once the response ended
@@ -238,7 +248,47 @@ class RequestTurn:
             await self._lease.release()
             self._on_end()
 
-    def _events(self) -> AsyncGenerator[Event, None]:
+    async def _finish_cut_run(self, recovery: Recovery, response: Response | None) -> None:
+        """Record the results owed to calls that cannot run, then resume the cut invocation:
+        it runs or refuses the calls the user decided, and calls the model."""
+        user_id, chat_id = self._chat
+        sessions = self._bridge.sessions
+        session = await sessions.open(user_id, chat_id)
+        for author in sorted({r.author for r in recovery.results}):
+            results = [r for r in recovery.results if r.author == author]
+            event = await sessions.service.append_event(
+                session,
+                Event(
+                    author=author,
+                    invocation_id=recovery.invocation_id,
+                    content=types.Content(role="user", parts=[r.part() for r in results]),
+                    custom_metadata={CALL_OUTCOME_KEY: {r.call_id: r.outcome for r in results}},
+                ),
+            )
+            if response is not None:
+                await response.convert(event)
+        logger.warning(
+            "finishing a cut run user=%s chat=%s invocation=%s outcome-unknown=%s",
+            user_id,
+            chat_id,
+            recovery.invocation_id,
+            ",".join(recovery.unknown) or "none",
+        )
+        stamps = self._stamps() if response is not None else {RESPONSE_ID_KEY: uuid.uuid4().hex}
+        async with aclosing(
+            self._bridge.runner.run_async(
+                user_id=user_id,
+                session_id=chat_id,
+                invocation_id=recovery.invocation_id,
+                run_config=RunConfig(streaming_mode=StreamingMode.SSE, custom_metadata=stamps),
+                abort_signal=self._stop.stopped,
+            )
+        ) as events:
+            async for event in events:
+                if response is not None:
+                    await response.convert(event)
+
+    def _stamps(self) -> dict[str, object]:
         plan = self._plan
         stamps: dict[str, object] = {RESPONSE_ID_KEY: uuid.uuid4().hex}
         if plan.user_message_id is not None:
@@ -246,11 +296,15 @@ class RequestTurn:
         stamps[ASSISTANT_MESSAGE_ID_KEY] = plan.message_id
         if plan.defer:
             stamps[DEFERRED_KEY] = True
+        return stamps
+
+    def _events(self) -> AsyncGenerator[Event, None]:
+        plan = self._plan
         assert plan.new_message is not None
         return self._bridge.runner.run_async(
             user_id=self._chat[0],
             session_id=self._chat[1],
             new_message=plan.new_message,
-            run_config=RunConfig(streaming_mode=StreamingMode.SSE, custom_metadata=stamps),
+            run_config=RunConfig(streaming_mode=StreamingMode.SSE, custom_metadata=self._stamps()),
             abort_signal=self._stop.stopped,
         )
