@@ -26,7 +26,7 @@ LAYERS: list[set[str]] = [
     {"protocol"},
     {"foundation"},
 ]
-FRONT_DOOR = {"__init__", "__main__", "cli", "testing"}
+FRONT_DOOR = {"__init__", "__main__", "cli", "testing", "testing_client"}
 
 
 def _module_name(path: Path) -> str:

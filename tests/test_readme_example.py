@@ -1,47 +1,124 @@
-"""The README's examples of Python, run as they are written there: "Testing your agent" (its
-code block is read from README.md and its tests are run) and the tool of "Tools that reach the
-page" (served with a scripted model), so the README cannot drift from the package."""
+"""The README's Python examples, run as they are written there, so the README cannot drift
+from the package. Each is a fenced block right after `<!-- readme-python: NAME -->`:
+
+- `testing`, `testing-live`, `testing-fixture` ("Testing your agent"): one test file, as a
+  user saves it (the blocks in order), run by pytest in a process of its own as a user runs
+  it: every test passes, and Starlette does not warn (the `testing` extra brings the client
+  its ``TestClient`` wants).
+- `tool-progress` ("Tools that reach the page"): the tool, served with a scripted model.
+- `own-agent` ("Your own agent"): the app it builds.
+
+Any other Python block of the README is named in `NOT_RUN`, with why no test runs it.
+"""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 import types
-from collections.abc import Callable
 from pathlib import Path
 
-import pytest
+from fastapi import FastAPI
 from google.adk.agents import LlmAgent
 
 from adk_stream_protocol.testing import ScriptedLlm, call, serve_agent
+from tests.support import ROOT
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = ROOT / "README.md"
+PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```$", re.DOTALL | re.MULTILINE)
+MARKED_BLOCK = re.compile(
+    r"^<!-- readme-python: (?P<name>[a-z0-9-]+) -->\n```python\n(?P<body>.*?)^```$",
+    re.DOTALL | re.MULTILINE,
+)
+# The blocks that make the README's test file, in this order.
+TEST_FILE = ("testing", "testing-live", "testing-fixture")
+EXAMPLE_NAMES = {*TEST_FILE, "tool-progress", "own-agent"}
+# Python blocks no test runs, by the first line of code: each is code for a user's own setup.
+NOT_RUN = {
+    # Identity: it calls the user's own `verify`.
+    "from fastapi import HTTPException",
+    # Traces: an entry module's OpenTelemetry setup (the `otel` extra's exporter).
+    "from opentelemetry import trace",
+}
+# The tests of the README's test file.
+README_TESTS = {
+    "test_weather",
+    "test_booking_waits_for_approval",
+    "test_weather_on_the_live_connection",
+    "test_the_live_socket_answers_a_ping",
+    "test_each_chat_is_its_own",
+}
 
 
-def readme_example(heading: str = "### Testing your agent") -> types.ModuleType:
-    section = README.read_text(encoding="utf-8").split(heading, 1)[1]
-    match = re.search(r"```python\n(.*?)```", section, re.DOTALL)
-    assert match, "the section has a Python example"
-    module = types.ModuleType("readme_example")
-    exec(compile(match[1], f"{README}:{heading}", "exec"), module.__dict__)
+def readme_blocks() -> dict[str, str]:
+    text = README.read_text(encoding="utf-8")
+    found: dict[str, str] = {}
+    for match in MARKED_BLOCK.finditer(text):
+        assert match["name"] not in found, f"two README blocks named {match['name']}"
+        found[match["name"]] = match["body"]
+    return found
+
+
+def run_block(name: str) -> types.ModuleType:
+    module = types.ModuleType(f"readme_{name.replace('-', '_')}")
+    exec(compile(readme_blocks()[name], f"{README}:{name}", "exec"), module.__dict__)
     return module
 
 
-EXAMPLE = readme_example()
-EXAMPLE_TESTS = {name: f for name, f in vars(EXAMPLE).items() if name.startswith("test_")}
+def test_every_python_block_of_the_readme_is_run_or_says_why_not() -> None:
+    blocks = readme_blocks()
+    assert set(blocks) == EXAMPLE_NAMES, "README.md: missing or unknown `readme-python` blocks"
+    marked = set(blocks.values())
+    unmarked = [
+        body.strip().split("\n", 1)[0]
+        for body in PYTHON_BLOCK.findall(README.read_text(encoding="utf-8"))
+        if body not in marked
+    ]
+    assert sorted(unmarked) == sorted(NOT_RUN), (
+        "a Python block of README.md is neither run (`<!-- readme-python: NAME -->` before it) "
+        "nor in NOT_RUN"
+    )
 
 
-def test_the_example_has_tests() -> None:
-    assert sorted(EXAMPLE_TESTS) == ["test_booking_waits_for_approval", "test_weather"]
+def test_the_readme_test_file_passes_as_a_user_runs_it(tmp_path: Path) -> None:
+    blocks = readme_blocks()
+    (tmp_path / "test_helper.py").write_text(
+        "\n\n".join(blocks[name] for name in TEST_FILE), encoding="utf-8"
+    )
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("ADK_STREAM_")},
+        # This checkout's package, whatever the environment has installed.
+        "PYTHONPATH": str(ROOT),
+    }
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider"),
+            *("-W", "error::starlette.exceptions.StarletteDeprecationWarning"),
+            "test_helper.py",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    passed = set(re.findall(r"test_helper\.py::(\w+) PASSED", output))
+    assert passed == README_TESTS, output
+    # Starlette's TestClient warns when it has only `httpx` (it wants `httpx2`).
+    assert "StarletteDeprecationWarning" not in output and "httpx2" not in output, output
 
 
-@pytest.mark.parametrize("name", sorted(EXAMPLE_TESTS))
-def test_the_readme_example_passes(name: str) -> None:
-    example_test: Callable[[], None] = EXAMPLE_TESTS[name]
-    example_test()
+def test_the_readme_app_is_built() -> None:
+    assert isinstance(run_block("own-agent").app, FastAPI)
 
 
 def test_the_readme_tool_sends_its_progress_to_the_page() -> None:
-    tool = readme_example("## Tools that reach the page").import_rows
+    tool = run_block("tool-progress").import_rows
     model = ScriptedLlm(script={"import": [call("import_rows", path="rows.csv"), "Imported."]})
     with serve_agent(LlmAgent(name="importer", model=model, tools=[tool])) as chat:
         answer = chat.send("Import rows.csv")

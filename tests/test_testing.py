@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import json
+import re
+import tomllib
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
+import starlette.testclient
 from google.adk.agents import LlmAgent
 from google.adk.tools import FunctionTool
 from google.genai import types
+from starlette.testclient import TestClient, WebSocketDenialResponse
 
 from adk_stream_protocol.testing import (
     NO_SCRIPT,
@@ -20,6 +22,7 @@ from adk_stream_protocol.testing import (
     call,
     serve_agent,
 )
+from tests.support import ROOT
 
 
 def transfer(amount: float) -> dict[str, float]:
@@ -138,43 +141,71 @@ def test_the_answer_is_a_function_of_the_conversation() -> None:
     assert SCRIPT.answer([user, called, result, user]) == SCRIPT.answer([user])
 
 
-def read_live_response(socket: Any) -> list[dict[str, Any]]:
-    """The chunks of one response on `/live?chatId=` (SSE-framed text frames), to `[DONE]`."""
-    chunks: list[dict[str, Any]] = []
-    while True:
-        frame = socket.receive_text()
-        if not frame.startswith("data: "):
-            continue  # a control frame
-        payload = frame.removeprefix("data: ").strip()
-        if payload == "[DONE]":
-            return chunks
-        chunks.append(json.loads(payload))
-
-
 def test_a_scripted_model_answers_on_the_live_connection() -> None:
-    """`/live?chatId=` runs `run_live`: the script answers there too, tools and all."""
+    """`/live?chatId=` runs `run_live`: the script answers there too, tools and all, and
+    `send(live=True)` reads it as `send` reads `/stream`."""
     model = ScriptedLlm(script={"weather": [call("lookup", city="Oslo"), "Oslo is sunny."]})
     agent = LlmAgent(name="live_helper", model=model, tools=[lookup])
-    with (
-        serve_agent(agent) as chat,
-        chat.http.websocket_connect("ws://localhost/live?chatId=c-live") as socket,
-    ):
-        message = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "weather?"}]}
-        socket.send_json(
-            {"type": "message", "version": "1", "id": "c-live", "messages": [message]}
-            | {"trigger": "submit-message"}
-        )
-        answered = read_live_response(socket)
-        message["parts"] = [{"type": "text", "text": "something else"}]
-        message["id"] = "u2"
-        socket.send_json(
-            {"type": "message", "version": "1", "id": "c-live", "messages": [message]}
-            | {"trigger": "submit-message"}
-        )
-        unscripted = read_live_response(socket)
-    outputs = [c["output"] for c in answered if c["type"] == "tool-output-available"]
-    assert outputs == [{"city": "Oslo", "sky": "sunny"}]
-    text = "".join(c["delta"] for c in answered if c["type"] == "text-delta")
-    assert text == "Oslo is sunny."
-    (error,) = [c for c in unscripted if c["type"] == "error"]
-    assert "no key of the script" in error["errorText"]
+    with serve_agent(agent) as chat:
+        answered = chat.send("weather?", chat="c-live", live=True)
+        unscripted = chat.send("something else", chat="c-live", live=True)
+    assert answered.status == 200
+    assert answered.body.endswith("data: [DONE]\n\n")
+    assert [c["output"] for c in answered.of_type("tool-output-available")] == [
+        {"city": "Oslo", "sky": "sunny"}
+    ]
+    assert answered.text == "Oslo is sunny."
+    (error,) = unscripted.errors
+    assert "no key of the script" in error
+    assert [m["role"] for m in chat.messages("c-live")] == ["user", "assistant"] * 2
+
+
+def test_approvals_on_the_live_connection_and_back_to_stream() -> None:
+    """The approval gate of `run_live` waits on the socket that asked; the chat then moves
+    to `/stream` (its socket closed, as a page that switches transports)."""
+    model = ScriptedLlm(
+        script={"transfer": [call("transfer", amount=50), "Done."], "hello": ["Hi."]}
+    )
+    agent = LlmAgent(
+        name="live_approver",
+        model=model,
+        tools=[FunctionTool(transfer, require_confirmation=True)],
+    )
+    with serve_agent(agent) as chat:
+        asked = chat.send("transfer 50", chat="c-approve", live=True)
+        assert asked.of_type("tool-approval-request")
+        done = chat.approve(True, chat="c-approve", live=True)
+        assert done.of_type("tool-output-available")[0]["output"] == {"transferred": 50}
+        assert done.text == "Done."
+        assert chat.send("hello", chat="c-approve").text == "Hi."  # POST /stream
+    assert [m["role"] for m in chat.messages("c-approve")] == ["user", "assistant"] * 2
+
+
+def test_a_socket_path_reaches_the_app_as_a_request_path_does() -> None:
+    """README: `chat.http.websocket_connect("/live?chatId=...")`. Starlette's own client
+    sends such a socket to the host `testserver`, which the app still refuses: its host
+    policy is not loosened for tests, the test client addresses the app as `localhost`."""
+    agent = LlmAgent(name="socket_path", model=ScriptedLlm(script={"": ["Hi."]}))
+    with serve_agent(agent) as chat:
+        with chat.http.websocket_connect("/live?chatId=c-path") as socket:
+            socket.send_json({"type": "ping", "timestamp": 1})
+            assert socket.receive_json() == {"type": "pong", "timestamp": 1}
+        plain = TestClient(chat.http.app)
+        with (
+            pytest.raises(WebSocketDenialResponse) as refused,
+            plain.websocket_connect("/live?chatId=c-plain"),
+        ):
+            pass
+    assert refused.value.status_code == 400
+
+
+def test_the_testing_extra_brings_the_client_starlettes_test_client_wants() -> None:
+    """Starlette's TestClient uses httpx2, and with only httpx warns (a
+    StarletteDeprecationWarning) in every run of a user's tests: the extra installs it.
+    tests/test_readme_example.py runs a user's test file and sees no such warning."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    testing = pyproject["project"]["optional-dependencies"]["testing"]
+    names = {re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0] for requirement in testing}
+    wanted = vars(starlette.testclient)["httpx"].__name__  # what it imported: httpx2 first
+    assert wanted == "httpx2"
+    assert wanted in names

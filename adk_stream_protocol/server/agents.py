@@ -34,6 +34,12 @@ class ServedAgents:
     # default for an agent that is not an App: docs/adr/0024). Redis keys carry it too.
     session_app_name: str
 
+    @property
+    def agent_name(self) -> str:
+        """The root agent's own name (inside an App, its root agent's)."""
+        root = self.agent.root_agent if isinstance(self.agent, App) else self.agent
+        return root.name if root is not None else self.name
+
 
 def load_agent(spec: str) -> AgentLike:
     """Import ``module:attribute`` and check that it is an ADK agent or App."""

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Response
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from google.adk.cli.utils.agent_loader import AgentLoader
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -37,6 +37,31 @@ logger = logging.getLogger(__name__)
 # name rule (settings.app_name), which keeps it safe in a file name and a Redis key.
 _APP_PATH = re.compile(r"^/apps/([a-zA-Z][a-zA-Z0-9_-]{0,47})(/.*)?$")
 _NAME = re.compile(r"^[a-zA-Z][a-zA-Z0-9_-]{0,47}$")
+
+# The index page's look, the playground's (playground/src/styles.css). A stylesheet of its
+# own rather than a <style> element: the page policy (foundation/security.py) allows styles
+# from the server only. The icon is an empty `data:` image (img-src allows `data:`), so a
+# browser asks for no /favicon.ico.
+_INDEX_CSS = """
+:root { font-family: system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif; font-size: 15px;
+  color: #1d2330; background: #f4f5f7; }
+body { max-width: 640px; margin: 48px auto; padding: 24px 32px; background: #fff;
+  border: 1px solid #d7dbe2; border-radius: 8px; }
+h1 { font-size: 20px; margin: 0 0 4px; }
+p { color: #6b7385; margin: 0 0 16px; }
+code { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 13px;
+  background: #f0f2f5; padding: 1px 4px; border-radius: 4px; }
+ul { list-style: none; margin: 0; padding: 0; }
+li { border-top: 1px solid #d7dbe2; }
+li a, li span { display: block; padding: 10px 4px; color: #2f6fde; text-decoration: none; }
+li a:hover { background: #e3edff; }
+li span { color: #6b7385; }
+"""
+_INDEX_HEAD = (
+    "<!doctype html><meta charset='utf-8'><title>adk-stream-protocol</title>"
+    "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+    "<link rel='icon' href='data:,'><link rel='stylesheet' href='index.css'>"
+)
 
 
 def create_server(
@@ -173,9 +198,15 @@ class AgentsFolder:
                 for name in self.names()
             )
             return (
-                "<!doctype html><meta charset='utf-8'><title>adk-stream-protocol</title>"
-                f"<h1>Agents</h1><ul>{items or '<li>none found</li>'}</ul>"
+                f"{_INDEX_HEAD}<h1>Agents</h1><p>Each agent's page; its endpoints are "
+                "<code>POST /apps/&lt;name&gt;/stream</code> and "
+                "<code>WS /apps/&lt;name&gt;/live</code>.</p>"
+                f"<ul>{items or '<li><span>none found</span></li>'}</ul>"
             )
+
+        @app.get("/index.css", include_in_schema=False)
+        async def index_css() -> Response:
+            return Response(_INDEX_CSS, media_type="text/css")
 
         @app.api_route("/apps/{name}", methods=["GET", "POST", "DELETE"])
         @app.api_route("/apps/{name}/{rest:path}", methods=["GET", "POST", "DELETE"])

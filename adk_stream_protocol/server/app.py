@@ -13,7 +13,8 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI, Request, Response, WebSocket
+from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from adk_stream_protocol.foundation.identity import current_user
@@ -57,12 +58,16 @@ def create_app(
             try:
                 await bridge.sessions.prepare()
                 app.state.bridge = bridge
+                app.state.agent_name = served.agent_name
+                # Each thing once, by its own name: the store is named as the app (which is
+                # often the agent's name), the chats in it by ADK's app name (docs/adr/0024).
                 logger.info(
-                    "ready: store=%s coordination=%s app=%s resumable=%s",
+                    "ready: agent=%s store=%s adk_app_name=%s coordination=%s resumable=%s",
+                    served.agent_name,
                     # A SQLite file's path says where the chats are; other URLs may hold secrets.
                     store if store.startswith("sqlite:") else store.split("://")[0].split("+")[0],
-                    "redis" if settings.redis_url else "local",
                     bridge.sessions.app_name,
+                    "redis" if settings.redis_url else "local",
                     settings.resumable_streams,
                 )
                 yield
@@ -88,6 +93,19 @@ def create_app(
     async def health() -> dict[str, str]:
         return {"status": "ok"}
 
+    # A folder of agents' paths (`/apps/<name>/...`) asked of a server of one agent: a 404
+    # that says so, as the folder's for an unknown name, not the page's 405 for a POST.
+    @app.api_route("/apps/{name}", methods=_METHODS, include_in_schema=False)
+    @app.api_route("/apps/{name}/{rest:path}", methods=_METHODS, include_in_schema=False)
+    async def no_such_agent(request: Request, name: str) -> JSONResponse:
+        agent = getattr(request.app.state, "agent_name", None)
+        return JSONResponse({"detail": one_agent_only(name, agent)}, status_code=404)
+
+    @app.websocket("/apps/{name}/{rest:path}")
+    async def no_such_agent_socket(websocket: WebSocket) -> None:
+        await websocket.accept()  # a close before it would reach the client as a bare 403
+        await websocket.close(code=4404, reason="no agent of that name; this server runs one, at /")
+
     if settings.metrics:  # docs/adr/0027; before the playground's mount, which takes the rest
 
         @app.get("/metrics", include_in_schema=False)
@@ -99,3 +117,12 @@ def create_app(
         # Mounted last, so the API routes above take precedence.
         app.mount("/", StaticFiles(directory=settings.playground_dir, html=True), name="playground")
     return app
+
+
+_METHODS = ["GET", "POST", "DELETE"]
+
+
+def one_agent_only(name: str, agent: str | None) -> str:
+    """The 404's text for ``/apps/<name>/...`` on a server of one agent."""
+    served = f"one agent, {agent!r}," if agent else "one agent"
+    return f"no agent named {name!r}: this server runs {served} at / (POST /stream, WS /live)"

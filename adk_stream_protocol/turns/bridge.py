@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from google.adk.agents import BaseAgent
 from google.adk.agents.run_config import RunConfig
 from google.adk.apps import App
+from google.adk.plugins import plugin_manager
 from google.adk.runners import Runner
 from google.genai import types
 from starlette.datastructures import State
@@ -83,13 +85,16 @@ class Bridge:
             settings.approval_timeout_seconds,
             on_outcome=lambda outcome: self.telemetry.approval_outcome("live", outcome),
         )
-        self.live_runner = Runner(
-            app=live_app.model_copy(
-                update={"plugins": [*live_app.plugins, gate, self.tool_ui, self.tool_starts]}
-            ),
-            session_service=service,
-            artifact_service=self.artifact_service,
-        )
+        # Each runner registers the app's plugins; ADK logs each registration, so the plugins
+        # both runners carry would be announced twice at every start.
+        with _quiet_registrations(p.name for p in steered.plugins):
+            self.live_runner = Runner(
+                app=live_app.model_copy(
+                    update={"plugins": [*live_app.plugins, gate, self.tool_ui, self.tool_starts]}
+                ),
+                session_service=service,
+                artifact_service=self.artifact_service,
+            )
         self.sessions = ChatSessions(service, app.name)
         self.response_slots = ResponseSlots(settings.max_concurrent_responses)
         self.recorder = Recorder(settings.record_dir)
@@ -140,3 +145,30 @@ def bridge_of(state: State) -> Bridge:
     """The application's bridge, from ``request.app.state`` (set by the lifespan)."""
     bridge: Bridge = state.bridge
     return bridge
+
+
+# ADK's line for a plugin a runner registers (google.adk.plugins.plugin_manager).
+_REGISTERED = "Plugin '%s' registered."
+
+
+class _AlreadyRegistered(logging.Filter):
+    """Drops ADK's registration line of the plugins named (announced once already)."""
+
+    def __init__(self, names: Iterable[str]) -> None:
+        super().__init__()
+        self._names = frozenset(names)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        return not (record.msg == _REGISTERED and args[:1] and args[0] in self._names)
+
+
+@contextmanager
+def _quiet_registrations(names: Iterable[str]) -> Iterator[None]:
+    """While a second runner is built: no second registration line for ``names``."""
+    quiet = _AlreadyRegistered(names)
+    plugin_manager.logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        plugin_manager.logger.removeFilter(quiet)

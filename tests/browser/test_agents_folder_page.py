@@ -1,6 +1,6 @@
 """The page of an agent in a folder of agents (`adk-stream-protocol serve DIR`), at
 `/apps/<name>/`: its assets load under the prefix and it talks to that agent's `/stream` and
-`/live` beside it (docs/adr/0028-package-and-command.md)."""
+`/live` beside it (docs/adr/0028-package-and-command.md); and the folder's index at `/`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from playwright.sync_api import expect
+from playwright.sync_api import Browser, Response, expect
 
 from tests.browser.conftest import OpenPlayground
 from tests.browser.playground import AI7, Mode
@@ -74,3 +74,27 @@ def test_the_page_of_an_agent_talks_to_that_agent(
     else:
         assert f'"POST /apps/{NAME}/stream HTTP/1.1" 200' in folder_server.log()
     assert (Path(folder_server.db_path).parent / f"{NAME}.db").is_file()
+
+
+def test_the_index_is_styled_and_asks_for_nothing_missing(
+    browser: Browser, folder_server: LiveServer
+) -> None:
+    """Its stylesheet loads under the page policy, and the browser asks for no
+    `/favicon.ico` (the page names an empty icon): every request it makes succeeds."""
+    page = browser.new_page()
+    responses: list[Response] = []
+    page.on("response", lambda response: responses.append(response))
+    console: list[str] = []
+    page.on("console", lambda message: console.append(f"{message.type}: {message.text}"))
+    try:
+        page.goto(f"{folder_server.base_url}/")
+        expect(page.get_by_role("link", name=NAME)).to_be_visible()
+        page.wait_for_load_state("networkidle")
+        page.wait_for_timeout(500)  # a favicon is asked for after the load
+        body = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    finally:
+        page.close()
+    asked = {urlsplit(r.url).path: r.status for r in responses}
+    assert asked == {"/": 200, "/index.css": 200}, asked
+    assert body == "rgb(255, 255, 255)", "the stylesheet applies"
+    assert not [line for line in console if line.startswith("error")], console

@@ -15,6 +15,7 @@ from starlette.websockets import WebSocketDisconnect
 
 from adk_stream_protocol import Settings
 from adk_stream_protocol.demo.replies import MISSING_TOOLS_TEXT
+from adk_stream_protocol.foundation.security import PLAYGROUND_CSP
 from adk_stream_protocol.server.agents_folder import create_server
 from tests.support import (
     PLAYGROUND_DIST,
@@ -109,6 +110,22 @@ def test_the_folder_lists_its_agents(server: TestClient) -> None:
     assert index.status_code == 200
     for name in AGENTS:
         assert f'href="apps/{name}/"' in index.text
+
+
+def test_the_index_names_its_icon_and_stylesheet_under_the_page_policy(
+    server: TestClient,
+) -> None:
+    """No `/favicon.ico` to ask for (an empty `data:` icon, which img-src allows), and the
+    look from a stylesheet of the server's own: the policy allows no inline style."""
+    index = server.get("/")
+    assert "<link rel='icon' href='data:,'>" in index.text
+    assert "<link rel='stylesheet' href='index.css'>" in index.text
+    assert "<style" not in index.text and "style=" not in index.text
+    assert index.headers["content-security-policy"] == PLAYGROUND_CSP
+    assert "img-src 'self' data:" in PLAYGROUND_CSP and "style-src 'self';" in PLAYGROUND_CSP
+    css = server.get("/index.css")
+    assert css.status_code == 200 and css.headers["content-type"].startswith("text/css")
+    assert "font-family: system-ui" in css.text
 
 
 def test_each_agent_answers_at_its_own_path(server: TestClient) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import httpx
 
+from adk_stream_protocol.server.backends import MissingExtraError
 from tests.support import ROOT, stop_process
 
 OPTIONAL_CLIENTS = ("asyncpg", "sqlalchemy", "greenlet", "redis", "prometheus_client")
@@ -52,6 +53,21 @@ def refused_start(modules: tuple[str, ...], env: dict[str, str], log: Path) -> s
     return output
 
 
+def assert_names_the_extra(output: str, extra: str) -> None:
+    """The message names the extra and installs it from a checkout: the package is not on
+    PyPI, so `pip install 'adk-stream-protocol[...]'` would not find it."""
+    assert f"the {extra!r} extra" in output
+    assert f"pip install '/path/to/adk-stream-protocol[{extra}]'" in output
+    assert f"pip install -e '.[{extra}]'" in output
+    assert "pip install 'adk-stream-protocol[" not in output
+
+
+def test_the_message_installs_the_extra_from_a_checkout() -> None:
+    error = MissingExtraError("ADK_STREAM_REDIS_URL", "redis", ["redis"])
+    assert str(error).startswith("ADK_STREAM_REDIS_URL needs redis, ")
+    assert_names_the_extra(str(error), "redis")
+
+
 def test_postgres_store_without_its_driver_names_the_postgres_extra(tmp_path: Path) -> None:
     store = "postgresql+asyncpg://app@127.0.0.1:1/chats"  # never reached
     output = refused_start(
@@ -59,7 +75,7 @@ def test_postgres_store_without_its_driver_names_the_postgres_extra(tmp_path: Pa
     )
     assert "MissingExtraError" in output
     assert "ADK_STREAM_SESSION_STORE needs asyncpg" in output
-    assert "adk-stream-protocol[postgres]" in output
+    assert_names_the_extra(output, "postgres")
 
 
 def test_libpq_postgres_url_without_its_driver_names_the_postgres_extra(tmp_path: Path) -> None:
@@ -68,7 +84,7 @@ def test_libpq_postgres_url_without_its_driver_names_the_postgres_extra(tmp_path
         ("sqlalchemy",), {"ADK_STREAM_SESSION_STORE": store}, tmp_path / "server.log"
     )
     assert "ADK_STREAM_SESSION_STORE needs sqlalchemy" in output
-    assert "adk-stream-protocol[postgres]" in output
+    assert_names_the_extra(output, "postgres")
 
 
 def test_redis_coordination_without_its_client_names_the_redis_extra(tmp_path: Path) -> None:
@@ -78,7 +94,7 @@ def test_redis_coordination_without_its_client_names_the_redis_extra(tmp_path: P
     }
     output = refused_start(("redis",), env, tmp_path / "server.log")
     assert "ADK_STREAM_REDIS_URL needs redis" in output
-    assert "adk-stream-protocol[redis]" in output
+    assert_names_the_extra(output, "redis")
 
 
 def test_metrics_without_their_client_name_the_metrics_extra(tmp_path: Path) -> None:
@@ -88,7 +104,7 @@ def test_metrics_without_their_client_name_the_metrics_extra(tmp_path: Path) -> 
     }
     output = refused_start(("prometheus_client",), env, tmp_path / "server.log")
     assert "ADK_STREAM_METRICS needs prometheus_client" in output
-    assert "adk-stream-protocol[metrics]" in output
+    assert_names_the_extra(output, "metrics")
 
 
 def test_the_default_stores_need_no_extra(tmp_path: Path) -> None:

@@ -1,0 +1,272 @@
+"""The client of users' tests (``adk_stream_protocol.testing`` offers it): it talks to the app
+as ``useChat`` does, on ``POST /stream`` or on a ``/live?chatId=`` socket, and reads each
+answer back as checked chunks and as the assistant message the page would hold."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, urljoin
+
+from starlette.testclient import TestClient, WebSocketTestSession
+from typing_extensions import override
+
+from adk_stream_protocol.protocol.chunks import UI_MESSAGE_CHUNK
+
+# -- reading a response ----------------------------------------------------------------------
+
+
+def sse_payloads(body: str) -> list[str]:
+    """The data payloads of an SSE body, in order, as the AI SDK client splits them."""
+    payloads = []
+    for event in body.split("\n\n"):
+        lines = [line for line in event.split("\n") if line and not line.startswith(":")]
+        data = [
+            line.removeprefix("data:").removeprefix(" ")
+            for line in lines
+            if line.startswith("data:")
+        ]
+        if data:
+            payloads.append("\n".join(data))
+    return payloads
+
+
+def assistant_message(*responses: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The assistant message a client holds after these responses' chunks (a continuation
+    appends to it), reduced to what the server reads back: step starts, text, tool parts
+    with their states, inputs and outputs; and sources, files and data parts as sent."""
+    parts: list[dict[str, Any]] = []
+    tools: dict[str, dict[str, Any]] = {}
+    message_id = responses[0][0].get("messageId", "assistant") if responses[0] else "assistant"
+    for chunks in responses:
+        for chunk in chunks:
+            kind = chunk["type"]
+            if kind == "start-step":
+                parts.append({"type": "step-start"})
+            elif kind == "text-start":
+                parts.append({"type": "text", "text": "", "state": "done"})
+            elif kind == "text-delta":
+                parts[-1]["text"] += chunk["delta"]
+            elif kind == "tool-input-available":
+                part = tools.get(chunk["toolCallId"])
+                if part is None:
+                    part = {"type": f"tool-{chunk['toolName']}", "toolCallId": chunk["toolCallId"]}
+                    tools[chunk["toolCallId"]] = part
+                    parts.append(part)
+                part.update(state="input-available", input=chunk["input"])
+            elif kind == "tool-approval-request":
+                tools[chunk["toolCallId"]].update(
+                    state="approval-requested", approval={"id": chunk["approvalId"]}
+                )
+            elif kind == "tool-output-available":
+                tools[chunk["toolCallId"]].update(state="output-available", output=chunk["output"])
+            elif kind == "tool-output-error":
+                tools[chunk["toolCallId"]].update(
+                    state="output-error", errorText=chunk["errorText"]
+                )
+            elif kind == "tool-output-denied":
+                tools[chunk["toolCallId"]]["state"] = "output-denied"
+            elif kind in ("source-url", "source-document", "file"):
+                parts.append({k: v for k, v in chunk.items() if k != "providerMetadata"})
+            elif kind.startswith("data-") and not chunk.get("transient"):
+                _add_data_part(parts, chunk)
+    return {"id": message_id, "role": "assistant", "parts": parts}
+
+
+def _add_data_part(parts: list[dict[str, Any]], chunk: Mapping[str, Any]) -> None:
+    """As useChat does: a data part with the type and id of one already there replaces its
+    data; any other is added (a transient one, never: it goes only to ``onData``)."""
+    part = {k: v for k, v in chunk.items() if k != "transient"}
+    if "id" in part:
+        for held in parts:
+            if held["type"] == part["type"] and held.get("id") == part["id"]:
+                held["data"] = part["data"]
+                return
+    parts.append(part)
+
+
+def answer_approvals(message: dict[str, Any], *decisions: bool) -> dict[str, Any]:
+    """What ``addToolApprovalResponse`` does: the parts awaiting approval, in order, get
+    the decisions (one for each)."""
+    requested = [p for p in message["parts"] if p.get("state") == "approval-requested"]
+    if len(requested) != len(decisions):
+        raise ValueError(f"{len(requested)} calls await approval, {len(decisions)} decisions")
+    for part, approved in zip(requested, decisions, strict=True):
+        part["state"] = "approval-responded"
+        part["approval"] = {**part["approval"], "approved": approved}
+    return message
+
+
+@dataclass
+class ChatResponse:
+    """One response of ``POST /stream`` (or of ``/live``, read to its ``[DONE]``: status 200,
+    the frames as its body): its status, its chunks (each checked against the AI SDK's chunk
+    schema), and the assistant message the client holds after it."""
+
+    status: int
+    body: str
+    chunks: list[dict[str, Any]]
+    message: dict[str, Any] | None
+
+    @property
+    def text(self) -> str:
+        """The answer's text, as the page shows it."""
+        return "".join(c["delta"] for c in self.chunks if c["type"] == "text-delta")
+
+    @property
+    def errors(self) -> list[str]:
+        """The text of each `error` chunk."""
+        return [c["errorText"] for c in self.of_type("error")]
+
+    @property
+    def tool_calls(self) -> list[dict[str, Any]]:
+        """The tool calls, as ``{"toolName", "toolCallId", "input"}``."""
+        return [
+            {key: c[key] for key in ("toolName", "toolCallId", "input")}
+            for c in self.of_type("tool-input-available")
+        ]
+
+    def types(self) -> list[str]:
+        return [c["type"] for c in self.chunks]
+
+    def of_type(self, chunk_type: str) -> list[dict[str, Any]]:
+        return [c for c in self.chunks if c["type"] == chunk_type]
+
+
+def read_response(status: int, body: str) -> tuple[list[str], list[dict[str, Any]]]:
+    """The payloads and chunks of a ``/stream`` body; a 200 must end with ``[DONE]`` and
+    hold only chunks of the AI SDK's schema (``AssertionError`` otherwise)."""
+    if status != 200:
+        return [], []
+    payloads = sse_payloads(body)
+    assert payloads and payloads[-1] == "[DONE]", f"the response does not end with [DONE]: {body}"
+    chunks = [json.loads(p) for p in payloads[:-1]]
+    for chunk in chunks:
+        UI_MESSAGE_CHUNK.validate_python(chunk)  # raises on a chunk the client would refuse
+    return payloads, chunks
+
+
+# -- the client ------------------------------------------------------------------------------
+
+
+class LocalTestClient(TestClient):
+    """Starlette's ``TestClient`` whose sockets go to its base URL's host, as its requests do.
+    Starlette joins a socket's path to ``ws://testserver``, a host the app's trusted hosts
+    refuse; so ``websocket_connect("/live?chatId=...")`` works as ``post("/stream")`` does."""
+
+    @override
+    def websocket_connect(
+        self, url: str, subprotocols: Sequence[str] | None = None, **kwargs: Any
+    ) -> WebSocketTestSession:
+        base = str(self.base_url).replace("http", "ws", 1)  # https → wss
+        return super().websocket_connect(urljoin(base, url), subprotocols, **kwargs)
+
+
+@dataclass
+class _Chat:
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    # The chunks of each response that built the last assistant message.
+    responses: list[list[dict[str, Any]]] = field(default_factory=list)
+
+
+class AgentClient:
+    """Talks to the app as ``useChat`` does: each request carries the chat id and the whole
+    chat, and approvals continue the assistant message. By default over ``POST /stream``
+    (``DefaultChatTransport``); with ``live=True`` over the chat's ``/live?chatId=`` socket
+    (the package's ``WebSocketChatTransport``), which stays open for the chat's next turns
+    until the chat goes back to ``/stream`` or the client closes."""
+
+    def __init__(self, http: TestClient) -> None:
+        self.http = http
+        self._chats: dict[str, _Chat] = {}
+        self._sockets: dict[str, _LiveSocket] = {}
+
+    def send(self, text: str, *, chat: str = "chat-1", live: bool = False) -> ChatResponse:
+        """Send a user message and read the whole answer."""
+        state = self._chats.setdefault(chat, _Chat())
+        message_id = f"user-{sum(m['role'] == 'user' for m in state.messages) + 1}"
+        parts = [{"type": "text", "text": text}]
+        state.messages.append({"id": message_id, "role": "user", "parts": parts})
+        state.responses = []
+        return self._request(chat, state, live)
+
+    def approve(self, *decisions: bool, chat: str = "chat-1", live: bool = False) -> ChatResponse:
+        """Approve (``True``) or deny (``False``) the calls of the last answer that await
+        approval, in order, and read the continued answer. On ``/live`` the calls wait on
+        the socket that asked: approve with ``live=True`` as the message was sent."""
+        state = self._chats[chat]
+        if not state.messages or state.messages[-1]["role"] != "assistant":
+            raise ValueError("the chat's last message is not an answer awaiting approval")
+        answer_approvals(state.messages[-1], *decisions)
+        return self._request(chat, state, live)
+
+    def messages(self, chat: str = "chat-1") -> list[dict[str, Any]]:
+        """The chat as the client holds it."""
+        return list(self._chats[chat].messages) if chat in self._chats else []
+
+    def close(self) -> None:
+        """Close the chats' ``/live`` sockets (``serve_agent`` does it at its end)."""
+        while self._sockets:
+            self._sockets.popitem()[1].close()
+
+    def _request(self, chat: str, state: _Chat, live: bool) -> ChatResponse:
+        body = {"id": chat, "messages": state.messages, "trigger": "submit-message"}
+        if live:
+            status, text, chunks = self._socket(chat).exchange(body)
+        else:
+            # The chat's socket holds the chat: a request on /stream would wait for it.
+            if (socket := self._sockets.pop(chat, None)) is not None:
+                socket.close()
+            response = self.http.post("/stream", json=body)
+            status, text = response.status_code, response.text
+            _, chunks = read_response(status, text)
+        if status != 200:
+            return ChatResponse(status, text, [], None)
+        state.responses.append(chunks)
+        message = assistant_message(*state.responses)
+        if state.messages[-1]["role"] == "assistant":
+            state.messages[-1] = message  # a continuation extends the same message
+        else:
+            state.messages.append(message)
+        return ChatResponse(status, text, chunks, message)
+
+    def _socket(self, chat: str) -> _LiveSocket:
+        if chat not in self._sockets:
+            self._sockets[chat] = _LiveSocket(
+                self.http.websocket_connect(f"/live?chatId={quote(chat, safe='')}")
+            )
+        return self._sockets[chat]
+
+
+class _LiveSocket:
+    """One chat's ``/live?chatId=`` socket: a request is a ``message`` frame, its response
+    the SSE-framed text frames up to ``data: [DONE]``."""
+
+    def __init__(self, connecting: AbstractContextManager[WebSocketTestSession]) -> None:
+        self._connecting = connecting
+        self._session = connecting.__enter__()
+
+    def exchange(self, body: Mapping[str, Any]) -> tuple[int, str, list[dict[str, Any]]]:
+        """Send a request; the response as ``(200, its frames, its chunks)``, as ``POST
+        /stream``'s status, body and chunks."""
+        self._session.send_json({"type": "message", "version": "1", **body})
+        frames: list[str] = []
+        while True:
+            frame = self._session.receive_text()
+            if not frame.startswith("data:"):
+                # A control frame: a refusal (nothing follows it), or one to pass over.
+                reply = json.loads(frame)
+                assert reply.get("type") != "error", f"/live refused the message: {frame}"
+                continue
+            frames.append(frame)
+            if sse_payloads(frame) == ["[DONE]"]:
+                break
+        body_text = "".join(frames)
+        _, chunks = read_response(200, body_text)
+        return 200, body_text, chunks
+
+    def close(self) -> None:
+        self._connecting.__exit__(None, None, None)
