@@ -61,7 +61,9 @@ def create_app(
                     "ready: store=%s coordination=%s app=%s resumable=%s",
                     # A SQLite file's path says where the chats are; other URLs may hold secrets.
                     store if store.startswith("sqlite:") else store.split("://")[0].split("+")[0],
-                    "redis" if settings.redis_url else "local",
+                    ("redis-cluster" if settings.redis_cluster else "redis")
+                    if settings.redis_url
+                    else "local",
                     bridge.sessions.app_name,
                     settings.resumable_streams,
                 )
