@@ -20,6 +20,7 @@ import pytest
 from tests.services import (  # noqa: F401 - fixtures of the tests that need PostgreSQL or Redis
     new_postgres_database,
     postgres_url,
+    redis_cluster_url,
     redis_prefix,
     redis_run_prefix,
     redis_url,

@@ -9,15 +9,25 @@ instead, so CI never passes by skipping them.
 - ``ADK_STREAM_TEST_POSTGRES``: an administrator's URL of the server to create the database
   on (default ``postgresql://postgres@127.0.0.1:5432/postgres``);
 - ``ADK_STREAM_TEST_REDIS``: the Redis to use (default ``redis://127.0.0.1:6379/0``).
+
+A Redis Cluster is not configured but made: ``redis_cluster_url`` starts three nodes of the
+machine's ``redis-server`` on free loopback ports in a temporary directory, joins them with
+``redis-cli --cluster create``, and stops them (by their process ids) after the run.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import os
+import shutil
+import socket
+import subprocess
+import time
 import uuid
 from collections.abc import Callable, Coroutine, Iterator
+from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import urlsplit, urlunsplit
 
@@ -151,3 +161,133 @@ def redis_run_prefix(redis_url: str) -> Iterator[str]:
 def redis_prefix(redis_run_prefix: str) -> str:
     """A key prefix of this test's own, under the run's."""
     return f"{redis_run_prefix}.{uuid.uuid4().hex[:8]}"
+
+
+CLUSTER_NODES = 3
+CLUSTER_START_SECONDS = 30.0
+
+
+def _free_loopback_ports(count: int) -> list[int]:
+    """Ports free on the loopback at this moment (all held open until all are chosen, so
+    they differ)."""
+    probes = [socket.socket() for _ in range(count)]
+    try:
+        for probe in probes:
+            probe.bind(("127.0.0.1", 0))
+        ports = [int(probe.getsockname()[1]) for probe in probes]
+    finally:
+        for probe in probes:
+            probe.close()
+    assert 6379 not in ports, "never the machine's own Redis"
+    return ports
+
+
+def _wait_for(
+    what: str, check: Callable[[], bool], nodes: list[subprocess.Popen[bytes]], logs: list[Path]
+) -> None:
+    deadline = time.monotonic() + CLUSTER_START_SECONDS
+    while not check():
+        if time.monotonic() > deadline or any(node.poll() is not None for node in nodes):
+            tails = "\n".join(
+                log.read_text(errors="replace")[-2000:] for log in logs if log.exists()
+            )
+            raise RuntimeError(f"test cluster: {what}\n{tails}")
+        time.sleep(0.1)
+
+
+def _cluster_ok(port: int) -> bool:
+    import redis
+
+    client = redis.Redis(port=port, host="127.0.0.1", socket_connect_timeout=1)
+    try:
+        info = client.execute_command("CLUSTER INFO")  # type: ignore[no-untyped-call]
+    except redis.RedisError:
+        return False
+    finally:
+        client.close()
+    if isinstance(info, dict):  # redis-py parses the reply into a mapping
+        return str(info.get("cluster_state")) == "ok"
+    return "cluster_state:ok" in (info.decode() if isinstance(info, bytes) else str(info))
+
+
+def _answers(port: int) -> bool:
+    import redis
+
+    client = redis.Redis(port=port, host="127.0.0.1", socket_connect_timeout=1)
+    try:
+        return bool(client.ping())
+    except redis.RedisError:
+        return False
+    finally:
+        client.close()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``redis://127.0.0.1:PORT/0`` of one node of a three-node Redis Cluster of this run's own
+    (no replicas, nothing saved), made from the machine's ``redis-server`` (7.0 or later:
+    ``--cluster-port``)."""
+    server, cli = shutil.which("redis-server"), shutil.which("redis-cli")
+    if server is None or cli is None:
+        unavailable("redis-server or redis-cli is missing (Debian: apt-get install redis-server)")
+    try:
+        import redis  # noqa: F401
+    except ImportError:
+        unavailable("redis-py is not installed (the `redis` extra)")
+    directory = tmp_path_factory.mktemp("redis-cluster")
+    # Each node has a second port for the cluster bus (by default its own plus 10000, which
+    # must stay under 65536: ephemeral ports do not), so both are chosen here.
+    ports = _free_loopback_ports(2 * CLUSTER_NODES)
+    ports, bus_ports = ports[:CLUSTER_NODES], ports[CLUSTER_NODES:]
+    logs = [directory / f"redis-{port}.log" for port in ports]
+    nodes: list[subprocess.Popen[bytes]] = []
+    try:
+        for port, bus_port, log in zip(ports, bus_ports, logs, strict=True):
+            nodes.append(
+                subprocess.Popen(
+                    [
+                        server,
+                        "--port", str(port),
+                        "--cluster-port", str(bus_port),
+                        "--bind", "127.0.0.1",
+                        "--dir", str(directory),
+                        "--cluster-enabled", "yes",
+                        "--cluster-config-file", str(directory / f"nodes-{port}.conf"),
+                        "--save", "",
+                        "--appendonly", "no",
+                        "--logfile", str(log),
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )  # fmt: skip
+        for port in ports:
+            _wait_for(
+                f"node {port} does not answer", functools.partial(_answers, port), nodes, logs
+            )
+        addresses = [f"127.0.0.1:{port}" for port in ports]
+        created = subprocess.run(
+            [cli, "--cluster", "create", *addresses, "--cluster-replicas", "0", "--cluster-yes"],
+            capture_output=True,
+            timeout=CLUSTER_START_SECONDS,
+            check=False,
+        )
+        if created.returncode != 0:
+            raise RuntimeError(f"redis-cli --cluster create failed: {created.stdout!r}")
+        for port in ports:
+            _wait_for(
+                f"node {port}: no cluster_state:ok",
+                functools.partial(_cluster_ok, port),
+                nodes,
+                logs,
+            )
+        yield f"redis://127.0.0.1:{ports[0]}/0"
+    finally:
+        for node in nodes:
+            node.terminate()
+        for node in nodes:
+            try:
+                node.wait(10)
+            except subprocess.TimeoutExpired:
+                node.kill()
+                node.wait()

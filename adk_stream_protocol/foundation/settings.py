@@ -37,6 +37,9 @@ class Settings(BaseSettings):
     # `redis://host:6379/0` moves chat leases, waiting tool calls, stop signals and the chunk
     # logs of active responses to Redis (the `redis` extra). Unset: all in this process.
     redis_url: str | None = None
+    # `ADK_STREAM_REDIS_URL` names one node of a Redis Cluster (docs/adr/0031): the cluster
+    # client finds the others; every key of a chat is in one hash slot.
+    redis_cluster: bool = False
     # Prefix of every Redis key and channel, so several servers can share one Redis.
     redis_key_prefix: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.:-]{1,64}$")] = "adk-stream"
     # A chat's lease lapses this long after its holder stops renewing it (a crashed process);

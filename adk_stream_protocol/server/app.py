@@ -67,7 +67,9 @@ def create_app(
                     # A SQLite file's path says where the chats are; other URLs may hold secrets.
                     store if store.startswith("sqlite:") else store.split("://")[0].split("+")[0],
                     bridge.sessions.app_name,
-                    "redis" if settings.redis_url else "local",
+                    ("redis-cluster" if settings.redis_cluster else "redis")
+                    if settings.redis_url
+                    else "local",
                     settings.resumable_streams,
                 )
                 yield

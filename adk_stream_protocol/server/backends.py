@@ -61,6 +61,7 @@ async def open_coordination(settings: Settings, app_name: str) -> AsyncIterator[
 
     redis_coordination = await connect_redis_coordination(
         settings.redis_url,
+        cluster=settings.redis_cluster,
         prefix=f"{settings.redis_key_prefix}:{app_name}",
         lease_ttl_seconds=settings.lease_ttl_seconds,
         log_ttl_seconds=settings.chunk_log_ttl_seconds,

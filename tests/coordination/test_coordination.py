@@ -1,12 +1,14 @@
 """The coordination interfaces' contract, run against both implementations: in process
 (``coordination/local.py``) and in Redis (``coordination/redis/``, one connection: what it
-does across processes is in ``test_redis_coordination.py``). The local objects' own counters
+does across processes is in ``test_redis_coordination.py``), on one Redis and on a Redis
+Cluster of three nodes (``test_redis_cluster.py``). The local objects' own counters
 are checked on the local implementation alone. Nothing here sleeps to wait: the tests await
 the operations, and only the timeout tests use a tiny timeout."""
 
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -42,25 +44,28 @@ LEASE_TTL = 1.0  # seconds, in Redis: renewed while held, so never reached by th
 LOG_TTL = 5.0
 
 
-@pytest.fixture(params=["local", "redis"])
-def backend(request: pytest.FixtureRequest) -> tuple[str, str] | None:
+@pytest.fixture(params=["local", "redis", "redis-cluster"])
+def backend(request: pytest.FixtureRequest) -> tuple[str, str, bool] | None:
     """Where the coordination under test keeps its state: None for this process, or the
-    Redis URL and key prefix (the test skips, or fails in CI, when Redis is absent)."""
+    Redis URL, the key prefix and whether it is a cluster (the test skips, or fails in CI,
+    when Redis, or redis-server to start a cluster with, is absent)."""
     if request.param == "local":
         return None
-    return request.getfixturevalue("redis_url"), request.getfixturevalue("redis_prefix")
+    if request.param == "redis-cluster":  # this run's own cluster: nothing to clean up
+        return request.getfixturevalue("redis_cluster_url"), f"test-{uuid.uuid4().hex[:8]}", True
+    return request.getfixturevalue("redis_url"), request.getfixturevalue("redis_prefix"), False
 
 
 @pytest_asyncio.fixture
-async def coordination(backend: tuple[str, str] | None) -> AsyncIterator[Coordination]:
+async def coordination(backend: tuple[str, str, bool] | None) -> AsyncIterator[Coordination]:
     if backend is None:
         yield local_coordination()
         return
     from adk_stream_protocol.coordination.redis.coordination import connect_redis_coordination
 
-    url, prefix = backend
+    url, prefix, cluster = backend
     connected = await connect_redis_coordination(
-        url, prefix=prefix, lease_ttl_seconds=LEASE_TTL, log_ttl_seconds=LOG_TTL
+        url, prefix=prefix, lease_ttl_seconds=LEASE_TTL, log_ttl_seconds=LOG_TTL, cluster=cluster
     )
     try:
         yield connected.coordination

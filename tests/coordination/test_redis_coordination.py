@@ -150,7 +150,7 @@ async def test_an_unreachable_redis_is_named_without_its_credentials() -> None:
 
 def test_chats_are_named_apart_whatever_their_user_ids_hold(keys: RedisKeys) -> None:
     assert keys.lease(("a:b", "c")) != keys.lease(("a", "b:c"))
-    assert keys.lease(CHAT) == f"{keys.prefix}:lease:user%3A1%2F%C3%BC%2A%3F%5Bx%5D:chat-1"
+    assert keys.lease(CHAT) == f"{keys.prefix}:{{user%3A1%2F%C3%BC%2A%3F%5Bx%5D:chat-1}}:lease"
     assert keys.signal("stop", CHAT).startswith(f"{keys.prefix}:signal:")
     assert keys.new_log(CHAT) != keys.new_log(CHAT)
 
@@ -306,7 +306,7 @@ async def test_a_log_written_in_one_process_is_followed_in_another(
     lease = await producer.coordination.leases.acquire(CHAT, BOUND)
     log = await producer.coordination.chunk_logs.open(CHAT, lease)
     await log.append([b"start", b"text-1"])
-    (stream,) = [key async for key in store.scan_iter(match=f"{keys.prefix}:log:*")]
+    (stream,) = [key async for key in store.scan_iter(match=f"{keys.prefix}:*:log:*")]
     assert 0 < await store.ttl(stream) <= 24 * 3600  # a crashed producer's log goes too
     events = await follower.coordination.chunk_logs.follow(CHAT)
     assert events is not None

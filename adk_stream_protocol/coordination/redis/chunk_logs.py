@@ -1,10 +1,11 @@
 """Chunk logs of active responses in Redis Streams, so any process can resume a response.
 
-Each response gets a stream of its own (``{prefix}:log:{chat}:{id}``, one entry per framed
-event, then an end marker), and the chat's pointer ``{prefix}:active:{chat}`` names the
-stream and the token of the lease it is written under. A new response only moves the
-pointer: followers of the old stream still read it to its end. A stream outlives its end by
-the log TTL (followers still reading it); one whose producer crashed goes after a day.
+Each response gets a stream of its own (``P:{C}:log:ID`` for the prefix ``P`` and the chat
+``C``, one entry per framed event, then an end marker), and the chat's pointer
+``P:{C}:active`` names the stream and the token of the lease it is written under
+(``signals.py`` has the names). A new response only moves the pointer: followers of the old
+stream still read it to its end. A stream outlives its end by the log TTL (followers still
+reading it); one whose producer crashed goes after a day.
 
 The log survives its producer, but a follower must not wait for an end that never comes: the
 producer's chat lease lapses when it dies, so a follower that sees no new entry for a third of
@@ -19,12 +20,12 @@ import logging
 from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
-import redis.asyncio as redis
 from redis.exceptions import RedisError
 
 from adk_stream_protocol.coordination.base import ChatKey, ChatLease
 from adk_stream_protocol.coordination.redis.signals import (
     COMPARE_AND_DELETE,
+    Client,
     RedisKeys,
     cancelled_meanwhile,
 )
@@ -138,10 +139,10 @@ class RedisResponseLog:
 class RedisChunkLogs:
     def __init__(
         self,
-        client: redis.Redis,
+        client: Client,
         keys: RedisKeys,
         *,
-        reader: redis.Redis | None = None,
+        reader: Client | None = None,
         lease_ttl_seconds: float,
         log_ttl_seconds: float,
     ) -> None:
@@ -155,7 +156,7 @@ class RedisChunkLogs:
         # under the client's socket timeout (5 s unless the URL sets one), which would cut
         # a longer block short with an error.
         block_seconds = min(lease_ttl_seconds / 3, MAX_BLOCK_SECONDS)
-        socket_timeout = client.connection_pool.connection_kwargs.get("socket_timeout")
+        socket_timeout = client.get_connection_kwargs().get("socket_timeout")
         if socket_timeout:
             block_seconds = min(block_seconds, socket_timeout / 2)
         self._block_ms = max(1, round(block_seconds * 1000))

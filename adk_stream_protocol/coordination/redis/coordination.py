@@ -20,13 +20,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import redis.asyncio as redis
-from redis.exceptions import RedisError
+from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import RedisClusterException, RedisError, ResponseError
 
 from adk_stream_protocol.coordination.base import ChatKey, Coordination, Outcome, WaitingCall
 from adk_stream_protocol.coordination.local import LocalPendingCalls
 from adk_stream_protocol.coordination.redis.chunk_logs import RedisChunkLogs
 from adk_stream_protocol.coordination.redis.leases import RedisChatLeases
-from adk_stream_protocol.coordination.redis.signals import RedisKeys, Signals
+from adk_stream_protocol.coordination.redis.signals import Client, RedisKeys, Signals
 
 logger = logging.getLogger(__name__)
 
@@ -125,11 +126,11 @@ class RedisCoordination:
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: Client,
         keys: RedisKeys,
         signals: Signals,
         *,
-        reader: redis.Redis,
+        reader: Client,
         lease_ttl_seconds: float,
         log_ttl_seconds: float,
     ) -> None:
@@ -183,33 +184,76 @@ COMMAND_CONNECTIONS = 32
 READER_CONNECTIONS = 1000
 
 
-async def connect_redis_coordination(
-    url: str, *, prefix: str, lease_ttl_seconds: float, log_ttl_seconds: float
-) -> RedisCoordination:
-    """Connect (PING first, so a wrong URL stops the server at start-up) and subscribe."""
-    try:
-        # Short commands share a few connections: a burst of responses waits a moment for one
-        # instead of opening hundreds (each new connection costs a handshake). Resumers block
-        # one connection each while they wait for more of their log, so they have a pool of
-        # their own, larger than redis-py's default (100). `?max_connections=` in the URL
-        # sets both.
-        client = redis.Redis.from_pool(
-            redis.BlockingConnectionPool.from_url(url, max_connections=COMMAND_CONNECTIONS)
+def _clients(url: str, cluster: bool) -> tuple[Client, Client]:
+    """The command client and the followers' client.
+
+    Short commands share a few connections: a burst of responses waits a moment for one
+    instead of opening hundreds (each new connection costs a handshake). Resumers block one
+    connection each while they wait for more of their log, so they have a pool of their own,
+    larger than redis-py's default (100). `?max_connections=` in the URL sets both.
+
+    redis-py's cluster client has no blocking pool (a node whose pool is full fails the
+    command at once), so on a cluster both allow the readers' number per node."""
+    if cluster:
+        return (
+            RedisCluster.from_url(url, max_connections=READER_CONNECTIONS),
+            RedisCluster.from_url(url, max_connections=READER_CONNECTIONS),
         )
-        reader = redis.from_url(url, max_connections=READER_CONNECTIONS)
-    except ValueError as exc:
-        raise RuntimeError(f"not a Redis URL: {_redacted(str(exc), url)}") from None
+    client = redis.Redis.from_pool(
+        redis.BlockingConnectionPool.from_url(url, max_connections=COMMAND_CONNECTIONS)
+    )
+    return client, redis.from_url(url, max_connections=READER_CONNECTIONS)
+
+
+class _ClusterNodeError(RuntimeError):
+    """A single-Redis client pointed at a node of a cluster."""
+
+
+async def _not_a_cluster_node(client: Client, url: str) -> None:
+    """Refuse a node of a cluster without ``ADK_STREAM_REDIS_CLUSTER``: that node holds a
+    third of the slots or so, and the other chats would fail with MOVED."""
+    try:
+        info = await client.info("cluster")
+    except ResponseError:  # INFO not allowed to this user: nothing to tell
+        return
+    if info.get("cluster_enabled"):
+        raise _ClusterNodeError(
+            f"{_where(url)} is a node of a Redis Cluster: set ADK_STREAM_REDIS_CLUSTER=true"
+        )
+
+
+async def connect_redis_coordination(
+    url: str,
+    *,
+    prefix: str,
+    lease_ttl_seconds: float,
+    log_ttl_seconds: float,
+    cluster: bool = False,
+) -> RedisCoordination:
+    """Connect (PING first, so a wrong URL stops the server at start-up) and subscribe.
+    With ``cluster``, ``url`` names one node of a Redis Cluster (docs/adr/0031)."""
+    try:
+        client, reader = _clients(url, cluster)
+    except (ValueError, RedisClusterException) as exc:
+        kind = "Redis Cluster" if cluster else "Redis"
+        raise RuntimeError(f"not a {kind} URL: {_redacted(str(exc), url)}") from None
     try:
         async with asyncio.timeout(CONNECT_TIMEOUT_SECONDS):
             await client.ping()
+            if not cluster:
+                await _not_a_cluster_node(client, url)
             keys = RedisKeys(prefix)
             signals = Signals(client, keys)
             await signals.start()
-    except (RedisError, OSError, TimeoutError) as exc:
+    except (RedisError, RedisClusterException, OSError, TimeoutError) as exc:
         await client.aclose()
         await reader.aclose()
         reason = _redacted(str(exc), url) or type(exc).__name__
         raise RuntimeError(f"Redis is not reachable at {_where(url)}: {reason}") from None
+    except _ClusterNodeError:
+        await client.aclose()
+        await reader.aclose()
+        raise
     logger.info("coordination in Redis at %s under %s", _where(url), prefix)
     return RedisCoordination(
         client,

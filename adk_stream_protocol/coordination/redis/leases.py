@@ -15,11 +15,10 @@ import uuid
 from collections.abc import Awaitable
 from typing import Any
 
-import redis.asyncio as redis
-
 from adk_stream_protocol.coordination.base import ChatKey
 from adk_stream_protocol.coordination.redis.signals import (
     COMPARE_AND_DELETE,
+    Client,
     RedisKeys,
     Signals,
     cancelled_meanwhile,
@@ -96,7 +95,7 @@ class RedisLease:
 
 class RedisChatLeases:
     def __init__(
-        self, client: redis.Redis, keys: RedisKeys, signals: Signals, ttl_seconds: float
+        self, client: Client, keys: RedisKeys, signals: Signals, ttl_seconds: float
     ) -> None:
         self.keys = keys
         self.ttl_seconds = ttl_seconds

@@ -3,8 +3,14 @@
 Shared by the Redis seams (``coordination.py``, ``leases.py``,
 ``chunk_logs.py``): a follower checks the lease of the log's producer, so all must name
 a chat's lease alike. Every name starts with the prefix, so servers sharing one Redis never
-meet. A chat is ``{quoted user id}:{chat id}``: the user id is percent-quoted (it may hold any
-character, ``:`` included), so the first ``:`` ends it and two chats never share a name.
+meet. A chat is its user id, ``:``, and its chat id: the user id is percent-quoted (it may hold
+any character, ``:`` included), so the first ``:`` ends it and two chats never share a name.
+
+The chat stands in braces, a hash tag: on a Redis Cluster only what is between the first
+``{`` and the next ``}`` picks a key's slot, so all the keys of one chat are in one slot,
+and a script or transaction on several of them runs (docs/adr/0031). Quoting keeps braces
+out of the chat; the prefix has none. No script or transaction takes keys of two chats, or
+a key that is not a chat's.
 
 Signals (a lease freed, a stop, an answer to a waiting call) go over pub/sub: one connection
 per process, subscribed to ``{prefix}:signal:*``, and one reader task handing each message to
@@ -21,6 +27,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import random
 import re
 import uuid
 from collections.abc import Awaitable, Callable
@@ -28,6 +35,8 @@ from typing import Any
 from urllib.parse import quote
 
 import redis.asyncio as redis
+from redis.asyncio.client import PubSub
+from redis.asyncio.cluster import RedisCluster
 
 from adk_stream_protocol.coordination.base import ChatKey
 
@@ -45,6 +54,8 @@ return 0
 """
 
 Handler = Callable[[dict[str, Any]], Awaitable[None]]
+# One Redis, or a Redis Cluster (``ADK_STREAM_REDIS_CLUSTER``, docs/adr/0031).
+Client = redis.Redis | RedisCluster
 
 
 def cancelled_meanwhile() -> bool:
@@ -63,43 +74,56 @@ _GLOB = re.compile(r"([\\*?\[\]])")
 
 
 class RedisKeys:
-    """``{prefix}:lease:{chat}``, ``{prefix}:active:{chat}``, ``{prefix}:log:{chat}:{id}``
-    and the channels ``{prefix}:signal:{kind}:{chat}`` and ``{prefix}:signal:calls``."""
+    """``P:{C}:lease``, ``P:{C}:active``, ``P:{C}:log:ID`` and the channels
+    ``P:signal:KIND:{C}`` and ``P:signal:calls``, for the prefix ``P`` and the chat ``C``."""
 
     def __init__(self, prefix: str) -> None:
+        if "{" in prefix or "}" in prefix:  # it would move the hash tag off the chat
+            raise ValueError(f"a Redis key prefix has no braces: {prefix!r}")
         self.prefix = prefix
         self.signal_pattern = _GLOB.sub(r"\\\1", prefix) + ":signal:*"  # for PSUBSCRIBE
         self.calls_channel = f"{prefix}:signal:calls"
 
     @staticmethod
     def chat(chat: ChatKey) -> str:
+        """The chat as a hash tag: ``{quoted user id:quoted chat id}``."""
         user_id, chat_id = chat
-        # Chat ids are validated upstream; quoting keeps a stray one from forging a name.
-        return f"{quote(user_id, safe='')}:{quote(chat_id, safe=':')}"
+        # Chat ids are validated upstream; quoting keeps a stray one from forging a name
+        # (or closing the hash tag early: braces are quoted too).
+        return "{" + f"{quote(user_id, safe='')}:{quote(chat_id, safe=':')}" + "}"
 
     def lease(self, chat: ChatKey) -> str:
-        return f"{self.prefix}:lease:{self.chat(chat)}"
+        return f"{self.prefix}:{self.chat(chat)}:lease"
 
     def active(self, chat: ChatKey) -> str:
         """The pointer to the chat's active response log."""
-        return f"{self.prefix}:active:{self.chat(chat)}"
+        return f"{self.prefix}:{self.chat(chat)}:active"
 
     def new_log(self, chat: ChatKey) -> str:
         """A fresh stream for one response of the chat."""
-        return f"{self.prefix}:log:{self.chat(chat)}:{uuid.uuid4().hex}"
+        return f"{self.prefix}:{self.chat(chat)}:log:{uuid.uuid4().hex}"
 
     def signal(self, kind: str, chat: ChatKey) -> str:
         return f"{self.prefix}:signal:{kind}:{self.chat(chat)}"
 
 
+def _pubsub(client: Client) -> PubSub:
+    """A pub/sub connection. On a cluster, to one primary picked at random (the client knows
+    them once it has sent a command): a cluster hands every PUBLISH to all its nodes, so one
+    node hears every signal, and the processes of a deployment spread over the nodes."""
+    if isinstance(client, RedisCluster):
+        return client.pubsub(node=random.choice(client.get_primaries()))
+    return client.pubsub()
+
+
 class Signals:
     """This process's pub/sub connection and the handlers of each channel."""
 
-    def __init__(self, client: redis.Redis, keys: RedisKeys) -> None:
+    def __init__(self, client: Client, keys: RedisKeys) -> None:
         self.origin = uuid.uuid4().hex  # this process, so it skips its own messages
         self._client = client
         self._keys = keys
-        self._pubsub = client.pubsub()
+        self._pubsub = _pubsub(client)
         self._handlers: dict[str, set[Handler]] = {}
         self._reader: asyncio.Task[None] | None = None
 
