@@ -23,6 +23,7 @@ import pytest
 
 from tests.support import (
     LiveServer,
+    LiveSocket,
     answer_approvals,
     assistant_message,
     chat_body,
@@ -144,5 +145,21 @@ def test_the_next_message_first_finishes_the_cut_payment(
     with server(workdir, ledger) as second:
         crashed.messages[-1] = crashed.approval()["messages"][-1]
         answer = crashed.say(second, "Hello")
+        assert answer.text() == "Hello again."
+        assert len(crashed.payments()) == 1
+
+
+@pytest.mark.parametrize("crashed", ["before-start"], indirect=True)
+def test_a_live_socket_first_finishes_the_cut_payment(
+    crashed: Chat, workdir: Path, ledger: Path
+) -> None:
+    with server(workdir, ledger) as second:
+        live = LiveSocket(second, crashed.id)
+        try:
+            crashed.messages[-1] = crashed.approval()["messages"][-1]
+            crashed.messages.append(user_message("Hello", f"u-{uuid.uuid4().hex[:8]}"))
+            answer = live.message(*crashed.messages)
+        finally:
+            live.ws.close()
         assert answer.text() == "Hello again."
         assert len(crashed.payments()) == 1

@@ -24,7 +24,6 @@ from contextlib import aclosing
 
 from google.adk.agents.run_config import RunConfig, StreamingMode
 from google.adk.events import Event
-from google.genai import types
 
 from adk_stream_protocol.coordination.base import ChatKey, ChatLease, StopSubscription
 from adk_stream_protocol.foundation.errors import RequestError
@@ -40,7 +39,7 @@ from adk_stream_protocol.store.history import (
 from adk_stream_protocol.turns.bridge import Bridge
 from adk_stream_protocol.turns.deferral import Deferral
 from adk_stream_protocol.turns.planner import TurnPlan, plan_turn
-from adk_stream_protocol.turns.recovery import CALL_OUTCOME_KEY, Recovery
+from adk_stream_protocol.turns.recovery import Recovery, finish_cut_run
 from adk_stream_protocol.turns.response import ChunkSink, DeliveryRecord, Response
 
 logger = logging.getLogger(__name__)
@@ -249,41 +248,12 @@ class RequestTurn:
             self._on_end()
 
     async def _finish_cut_run(self, recovery: Recovery, response: Response | None) -> None:
-        """Record the results owed to calls that cannot run, then resume the cut invocation:
-        it runs or refuses the calls the user decided, and calls the model."""
-        user_id, chat_id = self._chat
-        sessions = self._bridge.sessions
-        session = await sessions.open(user_id, chat_id)
-        for author in sorted({r.author for r in recovery.results}):
-            results = [r for r in recovery.results if r.author == author]
-            event = await sessions.service.append_event(
-                session,
-                Event(
-                    author=author,
-                    invocation_id=recovery.invocation_id,
-                    content=types.Content(role="user", parts=[r.part() for r in results]),
-                    custom_metadata={CALL_OUTCOME_KEY: {r.call_id: r.outcome for r in results}},
-                ),
-            )
-            if response is not None:
-                await response.convert(event)
-        logger.warning(
-            "finishing a cut run user=%s chat=%s invocation=%s outcome-unknown=%s",
-            user_id,
-            chat_id,
-            recovery.invocation_id,
-            ",".join(recovery.unknown) or "none",
-        )
+        """Finish the turn's cut run: into ``response``, or unseen when it is None."""
         stamps = self._stamps() if response is not None else {RESPONSE_ID_KEY: uuid.uuid4().hex}
-        async with aclosing(
-            self._bridge.runner.run_async(
-                user_id=user_id,
-                session_id=chat_id,
-                invocation_id=recovery.invocation_id,
-                run_config=RunConfig(streaming_mode=StreamingMode.SSE, custom_metadata=stamps),
-                abort_signal=self._stop.stopped,
-            )
-        ) as events:
+        run = finish_cut_run(
+            self._bridge, self._chat, recovery, stamps=stamps, abort_signal=self._stop.stopped
+        )
+        async with aclosing(run) as events:
             async for event in events:
                 if response is not None:
                     await response.convert(event)
