@@ -3,6 +3,7 @@ real uvicorn on them, shared by a module's tests. Each test leaves both stores r
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 
 import pytest
@@ -59,10 +60,8 @@ def stores_back_after_the_test(
 ) -> Iterator[None]:
     """A test that failed half-way still leaves the next one running stores."""
     yield
-    try:
+    with contextlib.suppress(OSError, ValueError):
         postgres.thaw()
-    except (OSError, ValueError):
-        pass
     if redis_store.process is not None and redis_store.process.poll() is None:
         redis_store.thaw()
     else:

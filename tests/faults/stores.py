@@ -10,6 +10,7 @@ restarted Redis is an empty one.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
@@ -119,14 +120,10 @@ class PrivatePostgres:
             os.kill(each, signal.SIGCONT)
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(OSError, ValueError):
             self.thaw()
-        except (OSError, ValueError):
-            pass
-        try:
+        with contextlib.suppress(subprocess.SubprocessError, OSError):
             self.stop()
-        except (subprocess.SubprocessError, OSError):
-            pass
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

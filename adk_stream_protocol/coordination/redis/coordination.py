@@ -20,6 +20,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import redis.asyncio as redis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
 from adk_stream_protocol.coordination.base import ChatKey, Coordination, Outcome, WaitingCall
@@ -27,6 +30,7 @@ from adk_stream_protocol.coordination.local import LocalPendingCalls
 from adk_stream_protocol.coordination.redis.chunk_logs import RedisChunkLogs
 from adk_stream_protocol.coordination.redis.leases import RedisChatLeases
 from adk_stream_protocol.coordination.redis.signals import RedisKeys, Signals
+from adk_stream_protocol.foundation.outages import REDIS, Outages
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +110,12 @@ class RedisPendingCalls:
         return await self._local.waiting(chat)
 
     async def _publish(self, chat: ChatKey, **data: Any) -> None:
-        await self._signals.broadcast(self._channel, {"user": chat[0], "chat": chat[1], **data})
+        """To the other processes. This one's waits have the answer already; while Redis is
+        unavailable the others miss it, and their waits time out as for a silent client."""
+        try:
+            await self._signals.broadcast(self._channel, {"user": chat[0], "chat": chat[1], **data})
+        except RedisError as exc:
+            self._signals.outages.down(REDIS, exc, f"publishing an answer of chat={chat[1]}")
 
     async def _apply(self, data: dict[str, Any]) -> None:
         """Another process's answer, applied to the waits of this one."""
@@ -132,11 +141,12 @@ class RedisCoordination:
         reader: redis.Redis,
         lease_ttl_seconds: float,
         log_ttl_seconds: float,
+        outages: Outages,
     ) -> None:
         self.client = client
         self.reader = reader
         self._signals = signals
-        self._leases = RedisChatLeases(client, keys, signals, lease_ttl_seconds)
+        self._leases = RedisChatLeases(client, keys, signals, lease_ttl_seconds, outages)
         self.coordination = Coordination(
             leases=self._leases,
             pending=RedisPendingCalls(keys, signals),
@@ -147,6 +157,7 @@ class RedisCoordination:
                 reader=reader,
                 lease_ttl_seconds=lease_ttl_seconds,
                 log_ttl_seconds=log_ttl_seconds,
+                outages=outages,
             ),
         )
 
@@ -183,10 +194,29 @@ COMMAND_CONNECTIONS = 32
 READER_CONNECTIONS = 1000
 
 
+def _reconnecting() -> Retry:
+    """A command whose pooled connection turns out dead (Redis restarted, a proxy dropped
+    it) is sent again on a new one, at once and then once more shortly after, so a restart
+    costs no request. Only connection errors: a Redis that does not answer within the
+    socket timeout is not asked again, or a frozen one would hold each request three times
+    as long. Retried commands are safe to send twice (the lease is taken by a script that
+    finds its own token, docs/adr/0030-outages.md)."""
+    return Retry(
+        ExponentialBackoff(cap=0.05, base=0.01), 2, supported_errors=(RedisConnectionError,)
+    )
+
+
 async def connect_redis_coordination(
-    url: str, *, prefix: str, lease_ttl_seconds: float, log_ttl_seconds: float
+    url: str,
+    *,
+    prefix: str,
+    lease_ttl_seconds: float,
+    log_ttl_seconds: float,
+    outages: Outages | None = None,
 ) -> RedisCoordination:
-    """Connect (PING first, so a wrong URL stops the server at start-up) and subscribe."""
+    """Connect (PING first, so a wrong URL stops the server at start-up) and subscribe.
+    ``outages``: the application's record of stores that are down (one WARNING each)."""
+    outages = outages or Outages()
     try:
         # Short commands share a few connections: a burst of responses waits a moment for one
         # instead of opening hundreds (each new connection costs a handshake). Resumers block
@@ -194,16 +224,18 @@ async def connect_redis_coordination(
         # their own, larger than redis-py's default (100). `?max_connections=` in the URL
         # sets both.
         client = redis.Redis.from_pool(
-            redis.BlockingConnectionPool.from_url(url, max_connections=COMMAND_CONNECTIONS)
+            redis.BlockingConnectionPool.from_url(
+                url, max_connections=COMMAND_CONNECTIONS, retry=_reconnecting()
+            )
         )
-        reader = redis.from_url(url, max_connections=READER_CONNECTIONS)
+        reader = redis.from_url(url, max_connections=READER_CONNECTIONS, retry=_reconnecting())
     except ValueError as exc:
         raise RuntimeError(f"not a Redis URL: {_redacted(str(exc), url)}") from None
     try:
         async with asyncio.timeout(CONNECT_TIMEOUT_SECONDS):
             await client.ping()
             keys = RedisKeys(prefix)
-            signals = Signals(client, keys)
+            signals = Signals(client, keys, outages)
             await signals.start()
     except (RedisError, OSError, TimeoutError) as exc:
         await client.aclose()
@@ -218,4 +250,5 @@ async def connect_redis_coordination(
         reader=reader,
         lease_ttl_seconds=lease_ttl_seconds,
         log_ttl_seconds=log_ttl_seconds,
+        outages=outages,
     )
