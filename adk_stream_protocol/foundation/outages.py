@@ -22,10 +22,14 @@ logger = logging.getLogger(__name__)
 
 REDIS = "redis"
 SESSION_STORE = "session store"
+# All of the session store's pooled connections stayed busy for the pool's timeout: no
+# outage of the server, but the same answer (503), under its own name in the log.
+SESSION_POOL = "session store pool"
 
 # A store that comes back is usable at once (the pools reconnect), so clients retry soon.
 RETRY_AFTER_SECONDS = 1
 UNAVAILABLE_MESSAGE = "the chat service is unavailable right now; try again shortly"
+BUSY_MESSAGE = "the chat store is busy; try again shortly"
 # What an open response's `error` chunk says when a store went away under it.
 INTERRUPTED_MESSAGE = "the chat service became unavailable during this answer; send it again"
 
@@ -59,6 +63,8 @@ def outage_of(exc: BaseException, *, timeouts: bool = True) -> str | None:
 def _store_of(exc: BaseException, *, timeouts: bool) -> str | None:
     if _is_redis_outage(exc):
         return REDIS
+    if _is_pool_timeout(exc):
+        return SESSION_POOL
     if _is_database_outage(exc):
         return SESSION_STORE
     # asyncpg's connect raises the socket's own errors (refused, reset) and TimeoutError.
@@ -76,12 +82,20 @@ def _is_redis_outage(exc: BaseException) -> bool:
     return isinstance(exc, redis.ConnectionError | redis.TimeoutError | redis.ReadOnlyError)
 
 
+def _is_pool_timeout(exc: BaseException) -> bool:
+    try:
+        from sqlalchemy import exc as sql
+    except ImportError:  # pragma: no cover - depends on the installed extras
+        return False
+    return isinstance(exc, sql.TimeoutError)
+
+
 def _is_database_outage(exc: BaseException) -> bool:
     try:
         from sqlalchemy import exc as sql
     except ImportError:  # pragma: no cover - depends on the installed extras
         return False
-    if isinstance(exc, sql.OperationalError | sql.InterfaceError | sql.TimeoutError):
+    if isinstance(exc, sql.OperationalError | sql.InterfaceError):
         return True
     if isinstance(exc, sql.DBAPIError) and exc.connection_invalidated:
         return True  # a pooled connection that the server closed (08003)
@@ -166,4 +180,5 @@ class Outages:
         if store is None:
             return None
         self.down(store, exc, where)
-        return RequestError(503, UNAVAILABLE_MESSAGE, retry_after=RETRY_AFTER_SECONDS)
+        message = BUSY_MESSAGE if store == SESSION_POOL else UNAVAILABLE_MESSAGE
+        return RequestError(503, message, retry_after=RETRY_AFTER_SECONDS)

@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.sessions import BaseSessionService, InMemorySessionService, Session
 
-from adk_stream_protocol.foundation.outages import SESSION_STORE, Outages
+from adk_stream_protocol.foundation.outages import SESSION_POOL, SESSION_STORE, Outages
 from adk_stream_protocol.foundation.settings import DEFAULT_SESSION_STORE
 
 if TYPE_CHECKING:
@@ -158,7 +158,7 @@ class ChatSessions:
             if refusal is None:
                 raise
             raise refusal from exc
-        self._outages.up(SESSION_STORE)
+        self._outages.up(SESSION_STORE, SESSION_POOL)
         return session
 
     async def _open(self, user_id: str, chat_id: str) -> Session:

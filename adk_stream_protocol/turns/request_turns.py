@@ -29,6 +29,7 @@ from adk_stream_protocol.coordination.base import ChatKey, ChatLease, StopSubscr
 from adk_stream_protocol.foundation.errors import RequestError
 from adk_stream_protocol.foundation.outages import (
     REDIS,
+    SESSION_POOL,
     SESSION_STORE,
 )
 from adk_stream_protocol.protocol.chunks import AiSdkVersion, Transport
@@ -72,7 +73,7 @@ async def begin_request_turn(
         if refusal is None:
             raise
         raise refusal from exc
-    bridge.outages.up(REDIS, SESSION_STORE)
+    bridge.outages.up(REDIS, SESSION_STORE, SESSION_POOL)
     return turn
 
 
