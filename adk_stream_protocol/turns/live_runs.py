@@ -19,6 +19,7 @@ from google.adk.agents import LiveRequestQueue
 from google.adk.events import Event
 from google.genai import types
 
+from adk_stream_protocol.foundation.errors import RequestError
 from adk_stream_protocol.observability.telemetry import LiveRunTrace, ResponseObserver
 from adk_stream_protocol.plugins.tool_ui import DataRoute
 from adk_stream_protocol.protocol.chunks import DataChunk
@@ -75,6 +76,8 @@ class LiveRun:
         input tries again and reports it."""
         try:
             await self._ensure_started()
+        except RequestError as exc:  # the session store's outage, logged where it was met
+            logger.info("live run not started at connect chat=%s: %s", self._chat_id, exc)
         except Exception:
             logger.warning("live run not started at connect chat=%s", self._chat_id, exc_info=True)
 

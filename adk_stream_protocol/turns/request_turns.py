@@ -27,6 +27,11 @@ from google.adk.events import Event
 
 from adk_stream_protocol.coordination.base import ChatKey, ChatLease, StopSubscription
 from adk_stream_protocol.foundation.errors import RequestError
+from adk_stream_protocol.foundation.outages import (
+    REDIS,
+    SESSION_POOL,
+    SESSION_STORE,
+)
 from adk_stream_protocol.protocol.chunks import AiSdkVersion, Transport
 from adk_stream_protocol.protocol.converter import StreamProtocolConverter
 from adk_stream_protocol.protocol.ui_messages import ChatRequest
@@ -40,7 +45,11 @@ from adk_stream_protocol.turns.bridge import Bridge
 from adk_stream_protocol.turns.deferral import Deferral
 from adk_stream_protocol.turns.planner import TurnPlan, plan_turn
 from adk_stream_protocol.turns.recovery import Recovery, finish_cut_run
-from adk_stream_protocol.turns.response import ChunkSink, DeliveryRecord, Response
+from adk_stream_protocol.turns.response import (
+    ChunkSink,
+    DeliveryRecord,
+    Response,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -56,13 +65,34 @@ async def begin_request_turn(
     transport: Transport = "stream",
 ) -> RequestTurn:
     """Plan the request under the chat's lease and start its run. Refusals raise
-    ``RequestError`` before anything is sent; ``on_end`` is called once the run has ended."""
+    ``RequestError`` before anything is sent, a store's outage as 503 (docs/adr/0030);
+    ``on_end`` is called once the run has ended."""
+    try:
+        turn = await _begin(bridge, user_id, request, sink, on_end, ai_sdk, transport)
+    except Exception as exc:
+        refusal = None if isinstance(exc, RequestError) else bridge.outages.refusal(exc, "a turn")
+        if refusal is None:
+            raise
+        raise refusal from exc
+    bridge.outages.up(REDIS, SESSION_STORE, SESSION_POOL)
+    return turn
+
+
+async def _begin(
+    bridge: Bridge,
+    user_id: str,
+    request: ChatRequest,
+    sink: ChunkSink,
+    on_end: Callable[[], None],
+    ai_sdk: AiSdkVersion,
+    transport: Transport,
+) -> RequestTurn:
     settings = bridge.settings
     chat: ChatKey = (user_id, request.id)
     recording = bridge.recorder.open(transport, request, ai_sdk=ai_sdk)
     try:
         lease = await bridge.coordination.leases.acquire(chat, settings.chat_busy_timeout_seconds)
-    except TimeoutError:
+    except TimeoutError:  # the builtin one: the chat stayed held (a Redis timeout is not one)
         raise RequestError(
             409, "this chat is still answering an earlier request; try again shortly"
         ) from None
@@ -202,7 +232,7 @@ class RequestTurn:
         lease_watch = self._bridge.spawn(self._abort_when_lease_lost(), name="lease-watch")
         response: Response | None = None
         try:
-            log = await self._bridge.coordination.chunk_logs.open(self._chat, self._lease)
+            log = await self._bridge.open_response_log(self._chat, self._lease)
             response = Response(
                 converter,
                 self._sink,
@@ -233,7 +263,8 @@ class RequestTurn:
                     for call in plan.rearmed_calls:
                         await response.rearm(call.call_id, call.tool_name, call.args)
             except Exception as exc:
-                await response.fail(exc)
+                where = f"the run of chat={self._chat[1]}"
+                await response.fail(exc, error_text=self._bridge.outages.interrupted(exc, where))
             else:
                 await response.finish()
         finally:
