@@ -160,11 +160,12 @@ def serve(
             deadline = time.monotonic() + 60
             log_path = Path(tmp) / "server.log"
             # Every worker up, not only the first to answer /health.
-            while not _healthy(server) or _started(log_path) < workers:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    log = (Path(tmp) / "server.log").read_text(errors="replace")
-                    raise RuntimeError(f"{kind} server did not start:\n{log}")
-                time.sleep(0.05)
+            with probe() as http:
+                while not healthy(server.base_url, http) or _started(log_path) < workers:
+                    if process.poll() is not None or time.monotonic() > deadline:
+                        log = (Path(tmp) / "server.log").read_text(errors="replace")
+                        raise RuntimeError(f"{kind} server did not start:\n{log}")
+                    time.sleep(0.05)
             yield server
         finally:
             stop_process(process)
@@ -175,12 +176,15 @@ def _started(log_path: Path) -> int:
     return log_path.read_text(errors="replace").count("Application startup complete")
 
 
-def _healthy(server: Server) -> bool:
-    return healthy(server.base_url)
+def probe() -> httpx.Client:
+    """A client to poll ``/health`` with while a server starts. One for all the polls: every
+    new client (and so every ``httpx.get``) loads the CA bundle, about 50 ms of CPU, which a
+    poll every few milliseconds would spend over and over, on the cores the server starts on."""
+    return httpx.Client(timeout=1)
 
 
-def healthy(base_url: str) -> bool:
+def healthy(base_url: str, http: httpx.Client) -> bool:
     try:
-        return httpx.get(f"{base_url}/health", timeout=1).status_code == 200
+        return http.get(f"{base_url}/health").status_code == 200
     except httpx.TransportError:
         return False

@@ -15,19 +15,19 @@ from pathlib import Path
 from bench.agent import long_prompt
 from bench.clients import ask, client
 from bench.core import Figure, Size
-from bench.servers import Kind, Server, free_port, healthy, spawn
+from bench.servers import Kind, Server, free_port, healthy, probe, spawn
 from tests.support import stop_process
 
 
 def start_once(kind: Kind) -> tuple[float, float]:
     """Seconds from spawning to the first /health 200, and to the first complete answer."""
-    with tempfile.TemporaryDirectory(prefix=f"bench-start-{kind}-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"bench-start-{kind}-") as tmp, probe() as http:
         port = free_port()
         start = time.perf_counter()
         process = spawn(kind, Path(tmp), port)
         try:
             server = Server(kind, f"http://127.0.0.1:{port}", process.pid)
-            while not healthy(server.base_url):
+            while not healthy(server.base_url, http):
                 if process.poll() is not None or time.perf_counter() - start > 120:
                     raise RuntimeError(f"{kind} server did not start")
                 time.sleep(0.005)

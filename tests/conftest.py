@@ -34,13 +34,18 @@ AUDIO = {"ADK_STREAM_LIVE_MODALITY": "AUDIO"}
 
 # Under pytest-xdist (`scripts/test` runs two workers, `--dist loadgroup`): tests that must share
 # one worker, by node id prefix. The browser tests share one Chromium; the scenario catalogue
-# starts all its jobs when its first case runs. (xdist's own `xdist_group` marker does not work
-# on pytest 9: it renames items through an attribute pytest 9 no longer reads.)
+# starts all its jobs when its first case runs. A module-scoped fixture is made once per worker
+# that runs one of the module's tests: the package's build and install (about 100 s) and the
+# scale-out pair of server processes are made once. (xdist's own `xdist_group` marker does not
+# work on pytest 9: it renames items through an attribute pytest 9 no longer reads.)
 XDIST_GROUPS = {
     "tests/browser/": "browser",
     "tests/test_scenarios.py": "scenarios",
     # One private PostgreSQL and Redis, which the tests stop and restart (tests/faults/).
     "tests/faults/": "faults",
+    # Module-scoped servers or builds, made once rather than on each worker.
+    "tests/test_package.py": "package",
+    "tests/test_scale_out.py": "scale-out",
 }
 
 

@@ -1,39 +1,52 @@
 """The benchmark suite (bench/) at its tiny size, so that it cannot rot: every benchmark runs
 against the real servers and yields figures, and the results table is written. No timing is
-asserted: these are seconds-long runs on a shared machine."""
+asserted: these are seconds-long runs on a shared machine.
+
+One test per benchmark module (endtoend and approvals together: they share their two servers),
+so that pytest-xdist spreads them over its workers. Their servers are what they cost: each
+uvicorn process starts ADK, 3-5 s of CPU. `-m "not bench"` leaves them out."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
+import pytest
+
+from bench.__main__ import BENCHMARKS as MODULES
 from bench.__main__ import report, run
 from bench.core import SIZES
 
-BENCHMARKS = (
-    "1 converter",
-    "2 end-to-end",
-    "3 concurrency /stream",
-    "3 concurrency /live",
-    "4 approval",
-    "5 start-up",
-    "6 load shedding /stream",
-    "6 event-loop lag /stream",
-    "7 scale-out: 2 workers",
-    "7 scale-out: store",
-    "7 scale-out: two instances",
-    "8 ai 7 socket",
-    "9 traces, metrics, recording",
-)
+# The modules run together (``python -m bench --only ...``) -> the benchmarks they yield.
+GROUPS: dict[tuple[str, ...], tuple[str, ...]] = {
+    ("converter",): ("1 converter",),
+    ("endtoend", "approvals"): ("2 end-to-end", "4 approval"),
+    ("concurrency",): ("3 concurrency /stream", "3 concurrency /live"),
+    ("startup",): ("5 start-up",),
+    ("hardening",): ("6 load shedding /stream", "6 event-loop lag /stream"),
+    ("scaleout",): (
+        "7 scale-out: 2 workers",
+        "7 scale-out: store",
+        "7 scale-out: two instances",
+    ),
+    ("ai7socket",): ("8 ai 7 socket",),
+    ("observed",): ("9 traces, metrics, recording",),
+}
 # These start fresh servers every run: size.load_runs runs, not size.runs.
 LOAD_BENCHMARKS = ("3 ", "6 load shedding", "7 scale-out: 2 workers")
 
 
-def test_every_benchmark_yields_figures_and_the_table(tmp_path: Path) -> None:
-    size = SIZES["tiny"]
-    figures = run(size)
+def test_every_benchmark_is_smoke_tested() -> None:
+    assert sorted(m for only in GROUPS for m in only) == sorted(MODULES)
 
-    assert {f.benchmark for f in figures} == set(BENCHMARKS)
+
+@pytest.mark.bench
+@pytest.mark.parametrize("only", list(GROUPS), ids="+".join)
+def test_the_benchmarks_yield_figures_and_a_table(only: tuple[str, ...], tmp_path: Path) -> None:
+    size = SIZES["tiny"]
+    figures = run(size, only)
+
+    assert {f.benchmark for f in figures} == set(GROUPS[only])
     for figure in figures:
         runs = size.load_runs if figure.benchmark.startswith(LOAD_BENCHMARKS) else size.runs
         assert len(figure.ours) == runs, figure
@@ -44,5 +57,5 @@ def test_every_benchmark_yields_figures_and_the_table(tmp_path: Path) -> None:
     results.write_text(report(size, figures, seconds=1.0), encoding="utf-8")
     text = results.read_text(encoding="utf-8")
     assert "| cores |" in text and "| Python |" in text
-    for benchmark in BENCHMARKS:
+    for benchmark in GROUPS[only]:
         assert f"| {benchmark} |" in text
