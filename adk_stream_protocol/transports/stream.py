@@ -29,7 +29,7 @@ from adk_stream_protocol.foundation.limits import RequestLimits, run_bounded
 from adk_stream_protocol.foundation.settings import Settings
 from adk_stream_protocol.protocol.sse import KEEP_ALIVE_COMMENT, SSE_HEADERS
 from adk_stream_protocol.protocol.ui_messages import CHAT_ID_PATTERN, ChatRequest, parse_chat_body
-from adk_stream_protocol.turns.bridge import bridge_of
+from adk_stream_protocol.turns.bridge import Bridge, bridge_of
 from adk_stream_protocol.turns.request_turns import RequestTurn, begin_request_turn
 
 logger = logging.getLogger(__name__)
@@ -83,6 +83,8 @@ def _openapi() -> dict[str, Any]:
 @router.post("/stream", response_model=None, openapi_extra=_openapi())
 async def stream(request: Request, user_id: Annotated[str, Depends(current_user)]) -> Response:
     bridge = bridge_of(request.app.state)
+    if bridge.drain.draining:  # a restart: another instance answers (docs/adr/0033)
+        return _draining(bridge)
     slots = bridge.response_slots
     if not slots.try_acquire():
         logger.warning("stream request shed: %s responses open", slots.in_use)
@@ -121,6 +123,11 @@ def _chat_key(user_id: str, chat_id: str) -> ChatKey:
     return (user_id, chat_id)
 
 
+def _draining(bridge: Bridge) -> JSONResponse:
+    bridge.telemetry.refused("stream", 503)
+    return _refused(bridge.drain.refusal())
+
+
 def _refused(exc: RequestError) -> JSONResponse:
     headers = {"retry-after": str(exc.retry_after)} if exc.retry_after is not None else None
     return JSONResponse({"detail": exc.message}, status_code=exc.status, headers=headers)
@@ -155,6 +162,8 @@ async def resume_stream(
         chat = _chat_key(user_id, chat_id)
     except RequestError as exc:
         return _refused(exc)
+    if bridge.drain.draining:
+        return _draining(bridge)
     slots = bridge.response_slots
     if not slots.try_acquire():
         return _refused(slots.busy_error())
@@ -167,7 +176,8 @@ async def resume_stream(
         slots.release()
         return Response(status_code=204)
     logger.info("stream resumed chat=%s", chat_id)
-    return _event_stream(_followed(events, slots.release), bridge.settings)
+    # A restart ends a follower with an `error` and [DONE]: resume again elsewhere.
+    return _event_stream(_followed(bridge.drain.follow(events), slots.release), bridge.settings)
 
 
 async def _followed(
