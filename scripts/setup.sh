@@ -95,6 +95,24 @@ ensure_built() {
   fi
 }
 
+# ensure_fault_stores: PostgreSQL's server binaries and redis-server, which the fault tests
+# (tests/faults) start privately on free ports; the machine's own services are never touched.
+# Installed with apt-get when missing and this is root, as in CI.
+ensure_fault_stores() {
+  local missing=()
+  compgen -G '/usr/lib/postgresql/*/bin/pg_ctl' >/dev/null || missing+=(postgresql)
+  command -v redis-server >/dev/null || missing+=(redis-server)
+  [ ${#missing[@]} -eq 0 ] && return
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "Installing ${missing[*]} (apt-get) for the fault tests..." >&2
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"; } >&2 \
+      || { echo "Could not install ${missing[*]} with apt-get" >&2; exit 1; }
+  else
+    echo "${missing[*]} missing: run 'sudo apt-get install ${missing[*]}'. Until then the" \
+      "fault tests (tests/faults) skip, or fail under ADK_STREAM_TEST_REQUIRE_SERVICES=1." >&2
+  fi
+}
+
 # ensure_chromium: Debian's `chromium`, the browser of the browser tests (tests/browser; they never
 # download one). Installed with apt-get when missing and this is root, as in CI. CHROMIUM=path
 # names another Chromium instead.

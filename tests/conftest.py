@@ -39,6 +39,8 @@ AUDIO = {"ADK_STREAM_LIVE_MODALITY": "AUDIO"}
 XDIST_GROUPS = {
     "tests/browser/": "browser",
     "tests/test_scenarios.py": "scenarios",
+    # One private PostgreSQL and Redis, which the tests stop and restart (tests/faults/).
+    "tests/faults/": "faults",
 }
 
 

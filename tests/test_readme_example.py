@@ -7,6 +7,8 @@ from the package. Each is a fenced block right after `<!-- readme-python: NAME -
   its ``TestClient`` wants).
 - `tool-progress` ("Tools that reach the page"): the tool, served with a scripted model.
 - `own-agent` ("Your own agent"): the app it builds.
+- `idempotency` ("Approvals and browser tools"): the tool, served, hands its backend the call's
+  id that the page sees.
 
 Any other Python block of the README is named in `NOT_RUN`, with why no test runs it.
 """
@@ -34,7 +36,7 @@ MARKED_BLOCK = re.compile(
 )
 # The blocks that make the README's test file, in this order.
 TEST_FILE = ("testing", "testing-live", "testing-fixture")
-EXAMPLE_NAMES = {*TEST_FILE, "tool-progress", "own-agent"}
+EXAMPLE_NAMES = {*TEST_FILE, "tool-progress", "own-agent", "idempotency"}
 # Python blocks no test runs, by the first line of code: each is code for a user's own setup.
 NOT_RUN = {
     # Identity: it calls the user's own `verify`.
@@ -61,8 +63,10 @@ def readme_blocks() -> dict[str, str]:
     return found
 
 
-def run_block(name: str) -> types.ModuleType:
+def run_block(name: str, **names: object) -> types.ModuleType:
+    """Run a block as a module; ``names`` are what the block takes from the user's code."""
     module = types.ModuleType(f"readme_{name.replace('-', '_')}")
+    module.__dict__.update(names)
     exec(compile(readme_blocks()[name], f"{README}:{name}", "exec"), module.__dict__)
     return module
 
@@ -135,3 +139,31 @@ def test_the_readme_tool_sends_its_progress_to_the_page() -> None:
     assert answer.message is not None
     parts = [p for p in answer.message["parts"] if p["type"].startswith("data-")]
     assert parts == [{"type": "data-progress", "id": call_id, "data": {"percent": 100}}]
+
+
+class PaymentsBackend:
+    """The backend of the README's idempotent tool: it remembers the keys it was given."""
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+
+    def transfer(self, *, amount: float, to: str, idempotency_key: str) -> dict[str, object]:
+        self.keys.append(idempotency_key)
+        return {"paid": amount, "to": to}
+
+
+def test_the_readme_tool_passes_its_call_id_as_the_idempotency_key() -> None:
+    backend = PaymentsBackend()
+    pay = run_block("idempotency", payments_backend=backend).pay
+    from google.adk.tools import FunctionTool
+
+    model = ScriptedLlm(script={"pay": [call("pay", amount=5, to="Bob"), "Paid."]})
+    agent = LlmAgent(
+        name="payer", model=model, tools=[FunctionTool(pay, require_confirmation=True)]
+    )
+    with serve_agent(agent) as chat:
+        asked = chat.send("Pay Bob 5")
+        (call_part,) = asked.of_type("tool-input-available")
+        paid = chat.approve(True)
+    assert paid.of_type("tool-output-available")[0]["output"] == {"paid": 5, "to": "Bob"}
+    assert backend.keys == [call_part["toolCallId"]]

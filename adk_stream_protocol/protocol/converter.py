@@ -227,17 +227,18 @@ class StreamProtocolConverter:
         self._finished = True
         return out
 
-    def fail(self, exc: BaseException) -> list[BaseChunk]:
+    def fail(self, exc: BaseException, *, error_text: str | None = None) -> list[BaseChunk]:
         """End the response after the run raised: one ``error`` chunk (unless the error was
-        already reported as an ADK error event), then ``finish``."""
+        already reported as an ADK error event), then ``finish``. ``error_text``: a failure
+        the caller understood and logged (a store's outage), shown as it is."""
         out: list[BaseChunk] = []
         if not self._errored:
-            reference = new_error_reference()
-            log_error(reference, type(exc).__name__, str(exc), exc)
+            if error_text is None:
+                reference = new_error_reference()
+                log_error(reference, type(exc).__name__, str(exc), exc)
+                error_text = self._error_text(type(exc).__name__, str(exc), reference)
             out.extend(self._blocks.close())
-            out.append(
-                ErrorChunk(error_text=self._error_text(type(exc).__name__, str(exc), reference))
-            )
+            out.append(ErrorChunk(error_text=error_text))
             self._errored = True
         out.extend(self.finish())
         return out

@@ -5,6 +5,10 @@ gives a call in the client's stead.
 were made, which the browser runs, which ADK gates behind a confirmation, which have their
 result. ``/stream`` folds the stored events of a session (``turn_calls``); ``/live`` folds the
 events of its run as they arrive (``observe``). Either way the same rules read the result.
+
+It also reads what a crash leaves behind (docs/adr/0032): the start mark written just before a
+tool's body runs (``CALL_STARTED_KEY``), the user's decisions, and whether the turn's run
+ended. A turn that waits for nobody and did not end was cut short, and ``interrupted`` says so.
 """
 
 from __future__ import annotations
@@ -33,6 +37,19 @@ APPROVAL_CANCELLED_RESULT = _error("The approval request was cancelled; the tool
 APPROVAL_TIMEOUT_RESULT = _error("The approval request timed out; the tool did not run.")
 BROWSER_TIMEOUT_RESULT = _error("The browser did not return the tool's result in time.")
 ABANDONED_RESULT = _error("Cancelled: the user sent a new message instead of answering.")
+# A call whose body started in a process that stopped before its result was stored: it may or
+# may not have done its work, and it is never run again automatically (docs/adr/0032).
+OUTCOME_UNKNOWN_RESULT = _error(
+    "The server stopped while this tool was running; whether it completed is unknown. "
+    "It was not run again."
+)
+# A call the model made that never started: the server stopped first.
+NOT_STARTED_RESULT = _error("The server stopped before this tool started; it did not run.")
+
+# Custom metadata of the content-less event written just before a tool's body runs: the
+# call's id (plugins/tool_starts.py). A start with no result after it is a call whose outcome
+# is unknown.
+CALL_STARTED_KEY = "ui_call_started"
 DISCONNECTED_RESULT = _error("Cancelled: the user left before answering; the tool did not run.")
 
 
@@ -55,16 +72,34 @@ class TurnCalls:
 
     calls: dict[str, str] = field(default_factory=dict)  # call id -> tool name
     call_args: dict[str, dict[str, Any]] = field(default_factory=dict)
+    authors: dict[str, str] = field(default_factory=dict)  # call id -> the agent that made it
     confirmations: dict[str, Confirmation] = field(default_factory=dict)
     browser_calls: set[str] = field(default_factory=set)  # ADK long-running calls
     answered: set[str] = field(default_factory=set)  # calls (and confirmations) with a result
     denied: set[str] = field(default_factory=set)  # calls the user refused
     invocation_id: str | None = None
+    # The user's answers to confirmations: confirmation id -> approved.
+    decisions: dict[str, bool] = field(default_factory=dict)
+    # Calls whose body started (a start mark) with no result of any kind after the mark.
+    open_starts: set[str] = field(default_factory=set)
+    # Whether the turn's last event ended the run: a model answer without calls, or an error.
+    ended: bool = False
 
     def observe(self, event: Event) -> None:
         """Take in one event's calls and results (partial events repeat in the final one)."""
-        if event.partial or not event.content or not event.content.parts:
+        if event.partial:
             return
+        started = (event.custom_metadata or {}).get(CALL_STARTED_KEY)
+        if isinstance(started, str):
+            self.open_starts.add(started)
+            self.ended = False
+            return
+        if event.error_code:
+            self.ended = True  # an error, or the run was aborted: ADK sealed the invocation
+            return
+        if not event.content or not event.content.parts:
+            return
+        self.ended = _ends_run(event, self.browser_calls)
         # ADK's "needs approval" stand-in result is not the call's result.
         placeholders = event.actions.requested_tool_confirmations if event.actions else {}
         long_running = set(event.long_running_tool_ids or ())
@@ -78,15 +113,20 @@ class TurnCalls:
                         self.confirmations[call.id] = confirmation
                 else:
                     self.calls[call.id] = call.name or ""
+                    self.authors[call.id] = event.author
                     self.call_args[call.id] = dict(call.args or {})
                     if call.id in long_running:
                         self.browser_calls.add(call.id)
             response = part.function_response
+            if response and response.id:
+                self.open_starts.discard(response.id)  # the placeholder, too, ends a start
             if response and response.id and response.id not in placeholders:
                 self.answered.add(response.id)
                 if response.name == CONFIRMATION_TOOL and event.author == "user":
+                    approved = (response.response or {}).get("confirmed") is True
+                    self.decisions[response.id] = approved
                     gated = self.confirmations.get(response.id)
-                    if gated is not None and (response.response or {}).get("confirmed") is False:
+                    if gated is not None and not approved:
                         self.denied.add(gated.call_id)
 
     def pending_confirmations(self) -> dict[str, Confirmation]:
@@ -102,6 +142,37 @@ class TurnCalls:
     def unsettled(self) -> set[str]:
         """Calls made that have no result yet."""
         return set(self.calls) - self.answered
+
+    def waiting_for_client(self) -> bool:
+        return bool(self.pending_confirmations() or self.pending_browser_calls())
+
+    def interrupted(self) -> bool:
+        """The turn's run stopped before it ended, with nothing left for the client to answer:
+        its process died, or the store failed under it. Its invocation can be resumed."""
+        return self.invocation_id is not None and not self.ended and not self.waiting_for_client()
+
+    def decided_unrun(self) -> set[str]:
+        """Calls the user approved or denied that have no result and never started: the
+        resumed invocation acts on the decision (runs or refuses them) once."""
+        decided = {c.call_id for k, c in self.confirmations.items() if k in self.decisions}
+        return decided - self.answered - self.open_starts
+
+
+def _ends_run(event: Event, long_running: set[str]) -> bool:
+    """Whether a run may end with this event: the model's answer, or results after which ADK
+    calls no model (a summary skipped, an escalation, long-running calls that pause it)."""
+    if event.author == "user":
+        return False
+    parts = event.content.parts if event.content and event.content.parts else []
+    if any(p.function_call for p in parts):
+        return False
+    responses = [p.function_response for p in parts if p.function_response]
+    if not responses:
+        return True
+    actions = event.actions
+    if actions is not None and (actions.skip_summarization or actions.escalate):
+        return True
+    return all(r.id in long_running for r in responses)
 
 
 def turn_calls(events: Iterable[Event]) -> TurnCalls:

@@ -18,6 +18,7 @@ from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from adk_stream_protocol.foundation.identity import current_user
+from adk_stream_protocol.foundation.outages import Outages
 from adk_stream_protocol.foundation.security import (
     add_http_policies,
     redact_query_strings_in_server_logs,
@@ -54,8 +55,14 @@ def create_app(
         store = store_url(settings.session_store, served.name)
         app_settings = settings.model_copy(update={"session_store": store})
         check_extras(app_settings)
-        async with open_coordination(app_settings, served.session_app_name) as coordination:
-            bridge = Bridge(app_settings, served.agent, served.live_agent, coordination)
+        # One record of which stores are down, for one WARNING per outage (docs/adr/0030).
+        outages = Outages()
+        async with open_coordination(
+            app_settings, served.session_app_name, outages
+        ) as coordination:
+            bridge = Bridge(
+                app_settings, served.agent, served.live_agent, coordination, outages=outages
+            )
             try:
                 await bridge.sessions.prepare()
                 app.state.bridge = bridge

@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 
 from adk_stream_protocol.coordination.base import Coordination
 from adk_stream_protocol.coordination.local import local_coordination
+from adk_stream_protocol.foundation.outages import Outages
 from adk_stream_protocol.foundation.settings import Settings
 
 
@@ -50,7 +51,9 @@ def check_extras(settings: Settings) -> None:
 
 
 @asynccontextmanager
-async def open_coordination(settings: Settings, app_name: str) -> AsyncIterator[Coordination]:
+async def open_coordination(
+    settings: Settings, app_name: str, outages: Outages | None = None
+) -> AsyncIterator[Coordination]:
     """The coordination the settings ask for, open for the application's life. In Redis its
     keys carry ``app_name``, the name the app's chats are stored under: two apps that share
     a Redis keep their chats' leases and logs apart, as their stores keep the chats."""
@@ -65,6 +68,7 @@ async def open_coordination(settings: Settings, app_name: str) -> AsyncIterator[
         prefix=f"{settings.redis_key_prefix}:{app_name}",
         lease_ttl_seconds=settings.lease_ttl_seconds,
         log_ttl_seconds=settings.chunk_log_ttl_seconds,
+        outages=outages,
     )
     try:
         yield redis_coordination.coordination

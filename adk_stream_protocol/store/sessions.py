@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.sessions import BaseSessionService, InMemorySessionService, Session
 
-from adk_stream_protocol.foundation.errors import RequestError
+from adk_stream_protocol.foundation.outages import SESSION_POOL, SESSION_STORE, Outages
 from adk_stream_protocol.foundation.settings import DEFAULT_SESSION_STORE
 
 if TYPE_CHECKING:
@@ -29,8 +29,12 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# How soon a client should retry when the store is busy (Retry-After of the 503).
-STORE_RETRY_AFTER_SECONDS = 2
+# A PostgreSQL that does not answer (frozen, or a network that drops packets) is given up on:
+# a new connection after CONNECT_TIMEOUT_SECONDS, a statement after COMMAND_TIMEOUT_SECONDS
+# (also the pool's pre-ping of a connection it hands out). Without them a request would hang
+# for as long as the server does. (docs/adr/0030-outages.md)
+CONNECT_TIMEOUT_SECONDS = 2.0
+COMMAND_TIMEOUT_SECONDS = 5.0
 
 # The PostgreSQL advisory lock under which ``prepare`` creates ADK's tables, so that processes
 # starting together create them one at a time. A fixed key of ours: the first 8 bytes of
@@ -94,7 +98,16 @@ def create_session_service(url: str) -> BaseSessionService:
             f"session store {url.split('://')[0]}:// needs `pip install google-adk[db]` and an "
             "async driver"
         ) from exc
-    return DatabaseSessionService(asyncpg_url(url))
+    url = asyncpg_url(url)
+    if not url.startswith(_ASYNCPG_SCHEME):
+        return DatabaseSessionService(url)
+    return DatabaseSessionService(
+        url,
+        connect_args={
+            "timeout": CONNECT_TIMEOUT_SECONDS,
+            "command_timeout": COMMAND_TIMEOUT_SECONDS,
+        },
+    )
 
 
 def asyncpg_url(url: str) -> str:
@@ -115,9 +128,12 @@ def asyncpg_url(url: str) -> str:
 class ChatSessions:
     """Maps (user, chat id) to an ADK session."""
 
-    def __init__(self, service: BaseSessionService, app_name: str) -> None:
+    def __init__(
+        self, service: BaseSessionService, app_name: str, outages: Outages | None = None
+    ) -> None:
         self.service = service
         self.app_name = app_name
+        self._outages = outages or Outages()
 
     async def prepare(self) -> None:
         """Get the store ready before the first request: create a database's tables now, so
@@ -136,16 +152,14 @@ class ChatSessions:
         """The chat's session, created on its first message. A store that cannot take the
         request now (its connections all busy, or unreachable) is a 503, not a failure."""
         try:
-            return await self._open(user_id, chat_id)
+            session = await self._open(user_id, chat_id)
         except Exception as exc:
-            if not _store_unavailable(exc):
+            refusal = self._outages.refusal(exc, f"opening chat={chat_id}")
+            if refusal is None:
                 raise
-            logger.warning("session store unavailable chat=%s: %s", chat_id, type(exc).__name__)
-            raise RequestError(
-                503,
-                "the chat store is busy; try again shortly",
-                retry_after=STORE_RETRY_AFTER_SECONDS,
-            ) from exc
+            raise refusal from exc
+        self._outages.up(SESSION_STORE, SESSION_POOL)
+        return session
 
     async def _open(self, user_id: str, chat_id: str) -> Session:
         session = await self._get(user_id, chat_id)
@@ -170,17 +184,6 @@ class ChatSessions:
         return await self.service.get_session(
             app_name=self.app_name, user_id=user_id, session_id=chat_id
         )
-
-
-def _store_unavailable(exc: BaseException) -> bool:
-    """The store's connection pool timed out, or its server cannot be reached."""
-    if isinstance(exc, OSError):  # connection refused or reset
-        return True
-    try:
-        from sqlalchemy import exc as sql
-    except ImportError:  # pragma: no cover - depends on the installed extras
-        return False
-    return isinstance(exc, sql.TimeoutError | sql.OperationalError | sql.InterfaceError)
 
 
 def _database_service(service: BaseSessionService) -> DatabaseSessionService | None:

@@ -30,6 +30,7 @@ from fastapi import WebSocket, WebSocketDisconnect
 from adk_stream_protocol.foundation.errors import RequestError, log_error, new_error_reference
 from adk_stream_protocol.foundation.identity import user_of
 from adk_stream_protocol.foundation.limits import RequestLimits, read_json, run_bounded
+from adk_stream_protocol.foundation.outages import Outages
 from adk_stream_protocol.protocol.ui_messages import CHAT_ID_PATTERN, parse_chat_request
 from adk_stream_protocol.transports.chat_socket_frames import (
     NO_REQUEST_ID,
@@ -171,7 +172,7 @@ class ChatSocket:
                 slots.release()  # the turn never began, so it will not release it
                 raise
         except Exception as exc:
-            await self._refuse(request.request_id, _request_error(exc))
+            await self._refuse(request.request_id, _request_error(exc, self._bridge.outages))
             self._forget(request)
             return
         request.began(turn)
@@ -204,7 +205,7 @@ class ChatSocket:
                 async for event in followed:
                     await request.send([event])
         except Exception as exc:
-            await self._refuse(request.request_id, _request_error(exc))
+            await self._refuse(request.request_id, _request_error(exc, self._bridge.outages))
         finally:
             if holds_slot:
                 slots.release()
@@ -303,11 +304,15 @@ class SocketRequest:
                 )
 
 
-def _request_error(exc: Exception) -> RequestError:
-    """What to tell the client: a refusal as it is; a failure of ours logged, with its
-    reference (the same as a 500 of ``/stream`` would be)."""
+def _request_error(exc: Exception, outages: Outages) -> RequestError:
+    """What to tell the client: a refusal as it is; a store's outage as a 503 (logged once
+    per outage); a failure of ours logged, with its reference (the same as a 500 of
+    ``/stream`` would be)."""
     if isinstance(exc, RequestError):
         return exc
+    refusal = outages.refusal(exc, "an ai 7 socket's request")
+    if refusal is not None:
+        return refusal
     reference = new_error_reference()
     log_error(reference, type(exc).__name__, str(exc), exc)
     return RequestError(500, f"the server could not answer this request (ref {reference})")

@@ -27,12 +27,14 @@ from fastapi.responses import PlainTextResponse
 from adk_stream_protocol.coordination.base import ChatKey, ChatLease
 from adk_stream_protocol.foundation.errors import RequestError
 from adk_stream_protocol.foundation.identity import user_of
+from adk_stream_protocol.foundation.outages import REDIS
 from adk_stream_protocol.foundation.security import origin_allowed
 from adk_stream_protocol.protocol.ui_messages import CHAT_ID_PATTERN
 from adk_stream_protocol.transports.chat_sockets import ChatSocket
 from adk_stream_protocol.transports.live_connections import (
     CLOSE_BAD_REQUEST,
     CLOSE_CHAT_BUSY,
+    CLOSE_TRY_AGAIN_LATER,
     LiveConnection,
 )
 from adk_stream_protocol.turns.bridge import Bridge, bridge_of
@@ -46,8 +48,10 @@ router = APIRouter()
 async def live(websocket: WebSocket) -> None:
     bridge = bridge_of(websocket.app.state)
     if bridge.drain.draining:  # a restart: connect to another instance (docs/adr/0033)
-        refusal = bridge.drain.refusal()
-        await _deny(websocket, refusal.status, refusal.message, retry_after=refusal.retry_after)
+        restarting = bridge.drain.refusal()
+        await _deny(
+            websocket, restarting.status, restarting.message, retry_after=restarting.retry_after
+        )
         return
     if not origin_allowed(websocket.headers, bridge.settings.cors_origins):
         # A page of another site: its socket would carry this user's cookies.
@@ -72,13 +76,23 @@ async def live(websocket: WebSocket) -> None:
         return
     chat: ChatKey = (user_id, chat_id)
     resume = websocket.query_params.get("resume", "").lower() in ("1", "true")
-    lease = await bridge.coordination.leases.try_acquire(chat)
-    if lease is None:
-        lease = await _after_active_response(bridge, websocket, chat, replay=resume)
+    try:
+        lease = await bridge.coordination.leases.try_acquire(chat)
+        followed = lease is None  # held: by a response still being written, or a socket
         if lease is None:
-            await websocket.close(CLOSE_CHAT_BUSY, "this chat already has a live connection")
-            return
-    elif resume:
+            lease = await _after_active_response(bridge, websocket, chat, replay=resume)
+    except Exception as exc:
+        refusal = bridge.outages.refusal(exc, f"a live socket of chat={chat_id}")
+        if refusal is None:
+            raise
+        # 1013 "Try Again Later": the client reconnects after a pause, not at once.
+        await websocket.close(CLOSE_TRY_AGAIN_LATER, refusal.message)
+        return
+    if lease is None:
+        await websocket.close(CLOSE_CHAT_BUSY, "this chat already has a live connection")
+        return
+    bridge.outages.up(REDIS)
+    if resume and not followed:
         await websocket.send_text(json.dumps({"type": "no-active"}))
     connection = LiveConnection(bridge, websocket, user_id=user_id, chat_id=chat_id, lease=lease)
     restart = _RestartClose(websocket)

@@ -12,7 +12,6 @@ import base64
 import binascii
 import json
 import logging
-from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from fastapi import WebSocket, WebSocketDisconnect
@@ -39,6 +38,7 @@ from adk_stream_protocol.transports.live_frames import (
     AudioControlFrame,
     InterruptFrame,
     PingFrame,
+    SocketSink,
     ToolResultFrame,
     parse_frame,
     read_frame,
@@ -61,6 +61,7 @@ CLOSE_BAD_REQUEST = 4400
 CLOSE_CHAT_BUSY = 4409
 CLOSE_TOO_BIG = 1009
 CLOSE_INTERNAL = 1011
+CLOSE_TRY_AGAIN_LATER = 1013  # a store is unavailable: reconnect after a pause
 
 
 class LiveConnection:
@@ -87,7 +88,7 @@ class LiveConnection:
         self._turn: LiveTurn | None = None
         # The last user message: the same message sent again is refused, not answered twice.
         self._last_user_message_id: str | None = None
-        self._sink = _SocketSink(self._send_text)
+        self._sink = SocketSink(self._send_text)
         self._send_lock = asyncio.Lock()
         # Whether this socket holds one of the process's response slots (an open response).
         self._holds_slot = False
@@ -165,11 +166,14 @@ class LiveConnection:
 
     async def _frame_failed(self, exc: Exception) -> None:
         """The open response ends with the error; with none open, a control frame says it."""
-        if self._turn is not None and await self._turn.fail_response(exc):
-            return  # the converter logged it, under the reference its error chunk shows
-        reference = new_error_reference()
-        log_error(reference, type(exc).__name__, str(exc), exc)
-        await self._control_error(f"the server could not handle that frame (ref {reference})")
+        text = self._bridge.outages.interrupted(exc, f"a frame of chat={self.chat_id}")
+        if self._turn is not None and await self._turn.fail_response(exc, error_text=text):
+            return  # logged: as an outage, or by the converter under its error's reference
+        if text is None:
+            reference = new_error_reference()
+            log_error(reference, type(exc).__name__, str(exc), exc)
+            text = f"the server could not handle that frame (ref {reference})"
+        await self._control_error(text)
 
     async def _shut_down(self, stop: StopSubscription) -> None:
         """Disconnect: nobody can answer any more. Nothing pending runs; nothing stays. With
@@ -304,7 +308,7 @@ class LiveConnection:
         )
 
     async def _open_log(self) -> ResponseLog:
-        return await self._bridge.coordination.chunk_logs.open(self._chat, self._lease)
+        return await self._bridge.open_response_log(self._chat, self._lease)
 
     async def _on_audio(self, frame: AudioChunkFrame) -> None:
         try:
@@ -359,7 +363,12 @@ class LiveConnection:
         return failure is None
 
     async def _on_run_failure(self, exc: Exception) -> None:
-        if self._turn is None or not await self._turn.fail_response(exc):
+        text = self._bridge.outages.interrupted(exc, f"the live run of chat={self.chat_id}")
+        failed = self._turn is not None and await self._turn.fail_response(exc, error_text=text)
+        if text is not None:  # a store's outage, logged: the client comes back after a pause
+            await self._ws.close(CLOSE_TRY_AGAIN_LATER, "the chat service is unavailable")
+            return
+        if not failed:
             logger.exception("live run failed chat=%s", self.chat_id)
         await self._ws.close(CLOSE_INTERNAL, "the live run failed")
 
@@ -384,17 +393,3 @@ class LiveConnection:
     async def _control_error(self, message: str) -> None:
         logger.info("live frame refused chat=%s reason=%s", self.chat_id, message)
         await self._send_json({"type": "error", "message": message})
-
-
-class _SocketSink:
-    """A response's events, one WebSocket text frame each."""
-
-    def __init__(self, send_text: Callable[[str], Awaitable[None]]) -> None:
-        self._send_text = send_text
-
-    async def send(self, events: Sequence[bytes]) -> None:
-        for event in events:
-            await self._send_text(event.decode())
-
-    async def close(self) -> None:
-        return None  # the socket outlives its responses

@@ -7,6 +7,7 @@ names the problem; the socket answers it and stays usable.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
@@ -122,3 +123,17 @@ def shown(value: Any) -> str:
     """A client's value in a message, cut short: it may be anything."""
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+class SocketSink:
+    """A ``/live`` response's ``ChunkSink``: its events, one WebSocket text frame each."""
+
+    def __init__(self, send_text: Callable[[str], Awaitable[None]]) -> None:
+        self._send_text = send_text
+
+    async def send(self, events: Sequence[bytes]) -> None:
+        for event in events:
+            await self._send_text(event.decode())
+
+    async def close(self) -> None:
+        return None  # the socket outlives its responses

@@ -26,6 +26,7 @@ from adk_stream_protocol.coordination.base import ChatKey
 from adk_stream_protocol.foundation.errors import RequestError
 from adk_stream_protocol.foundation.identity import current_user
 from adk_stream_protocol.foundation.limits import RequestLimits, run_bounded
+from adk_stream_protocol.foundation.outages import REDIS
 from adk_stream_protocol.foundation.settings import Settings
 from adk_stream_protocol.protocol.sse import KEEP_ALIVE_COMMENT, SSE_HEADERS
 from adk_stream_protocol.protocol.ui_messages import CHAT_ID_PATTERN, ChatRequest, parse_chat_body
@@ -73,7 +74,11 @@ def _openapi() -> dict[str, Any]:
                     (413, "Over a request limit"),
                     (415, "Not JSON"),
                     (422, "Not a valid chat request"),
-                    (503, "The server is at its response limit; retry after Retry-After"),
+                    (
+                        503,
+                        "The server is at its response limit, or a store it needs is "
+                        "unavailable; retry after Retry-After",
+                    ),
                 )
             },
         },
@@ -149,7 +154,10 @@ _NOT_A_CHAT_ID: dict[int | str, dict[str, Any]] = {
         },
         204: {"description": "The chat has no active response"},
         **_NOT_A_CHAT_ID,
-        503: {"description": "The server is at its response limit", **_JSON_ERROR},
+        503: {
+            "description": "The server is at its response limit, or Redis is unavailable",
+            **_JSON_ERROR,
+        },
     },
 )
 async def resume_stream(
@@ -169,9 +177,14 @@ async def resume_stream(
         return _refused(slots.busy_error())
     try:
         events = await bridge.coordination.chunk_logs.follow(chat)
-    except BaseException:
+    except BaseException as exc:
         slots.release()
-        raise
+        refusal = bridge.outages.refusal(exc, f"resuming chat={chat_id}")
+        if refusal is None:
+            raise
+        bridge.telemetry.refused("stream", refusal.status)
+        return _refused(refusal)
+    bridge.outages.up(REDIS)
     if events is None:
         slots.release()
         return Response(status_code=204)
@@ -195,7 +208,11 @@ async def _followed(
     "/stream/{chat_id}/stream",
     status_code=204,
     response_model=None,
-    responses={204: {"description": "Stopped, or nothing to stop"}, **_NOT_A_CHAT_ID},
+    responses={
+        204: {"description": "Stopped, or nothing to stop"},
+        **_NOT_A_CHAT_ID,
+        503: {"description": "Redis is unavailable: the stop cannot be sent", **_JSON_ERROR},
+    },
 )
 async def stop_stream(
     chat_id: str, request: Request, user_id: Annotated[str, Depends(current_user)]
@@ -207,7 +224,13 @@ async def stop_stream(
         chat = _chat_key(user_id, chat_id)
     except RequestError as exc:
         return _refused(exc)
-    await bridge.coordination.stops.stop(chat)
+    try:
+        await bridge.coordination.stops.stop(chat)
+    except Exception as exc:
+        refusal = bridge.outages.refusal(exc, f"stopping chat={chat_id}")
+        if refusal is None:
+            raise
+        return _refused(refusal)
     logger.info("stop requested chat=%s", chat_id)
     return Response(status_code=204)
 

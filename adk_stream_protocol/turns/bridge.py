@@ -22,8 +22,9 @@ from google.adk.runners import Runner
 from google.genai import types
 from starlette.datastructures import State
 
-from adk_stream_protocol.coordination.base import Coordination
+from adk_stream_protocol.coordination.base import ChatKey, ChatLease, Coordination, ResponseLog
 from adk_stream_protocol.foundation.limits import ResponseSlots
+from adk_stream_protocol.foundation.outages import Outages, outage_of
 from adk_stream_protocol.foundation.settings import Settings
 from adk_stream_protocol.observability.metrics import Metrics
 from adk_stream_protocol.observability.recording import Recorder
@@ -31,10 +32,12 @@ from adk_stream_protocol.observability.telemetry import Telemetry
 from adk_stream_protocol.plugins.approvals import LiveApprovalPlugin
 from adk_stream_protocol.plugins.running_tools import RunningTools
 from adk_stream_protocol.plugins.steering import SteeringPlugin
+from adk_stream_protocol.plugins.tool_starts import ToolStartPlugin
 from adk_stream_protocol.plugins.tool_ui import ToolUiPlugin
 from adk_stream_protocol.store.artifact_files import ChatArtifacts, create_artifact_service
 from adk_stream_protocol.store.sessions import ChatSessions, create_session_service
 from adk_stream_protocol.turns.drain import Drain
+from adk_stream_protocol.turns.response import UnloggedResponse
 
 logger = logging.getLogger(__name__)
 
@@ -57,20 +60,34 @@ class Bridge:
         agent: AgentLike,
         live_agent: AgentLike,
         coordination: Coordination,
+        *,
+        outages: Outages | None = None,
     ) -> None:
         self.settings = settings
+        # Which stores are down: one WARNING per outage, an INFO when it ends (ADR 0030).
+        self.outages = outages or Outages()
         self.coordination = coordination
         self.telemetry = Telemetry(Metrics() if settings.metrics else None)
         service = create_session_service(settings.session_store)
         self.artifact_service = create_artifact_service(settings.artifact_store)
         # Tools send data parts to the response of their chat (docs/adr/0025).
         self.tool_ui = ToolUiPlugin()
+        # Every tool start is stored before its body runs (docs/adr/0032).
+        self.tool_starts = ToolStartPlugin(service)
         app = agent if isinstance(agent, App) else App(name=settings.app_name, root_agent=agent)
         # Which tools run now, first so that it sees every call end (docs/adr/0033).
         self.running_tools = RunningTools()
         # Steering messages of a resumed turn reach the model (docs/adr/0022).
         steered = app.model_copy(
-            update={"plugins": [self.running_tools, *app.plugins, SteeringPlugin(), self.tool_ui]}
+            update={
+                "plugins": [
+                    self.running_tools,
+                    *app.plugins,
+                    SteeringPlugin(),
+                    self.tool_ui,
+                    self.tool_starts,
+                ]
+            }
         )
         self.runner = Runner(
             app=steered, session_service=service, artifact_service=self.artifact_service
@@ -91,12 +108,12 @@ class Bridge:
         with _quiet_registrations(p.name for p in steered.plugins):
             self.live_runner = Runner(
                 app=live_app.model_copy(
-                    update={"plugins": [*live_app.plugins, gate, self.tool_ui]}
+                    update={"plugins": [*live_app.plugins, gate, self.tool_ui, self.tool_starts]}
                 ),
                 session_service=service,
                 artifact_service=self.artifact_service,
             )
-        self.sessions = ChatSessions(service, app.name)
+        self.sessions = ChatSessions(service, app.name, self.outages)
         self.response_slots = ResponseSlots(settings.max_concurrent_responses)
         self.recorder = Recorder(settings.record_dir)
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -112,6 +129,18 @@ class Bridge:
             inline_max_bytes=self.settings.artifact_inline_max_bytes,
             root_path=self.settings.root_path,
         )
+
+    async def open_response_log(self, chat: ChatKey, lease: ChatLease) -> ResponseLog:
+        """A new response's chunk log, or none while its store is unavailable: the response
+        still reaches its own client; only a resume of it would find nothing (ADR 0030)."""
+        try:
+            return await self.coordination.chunk_logs.open(chat, lease)
+        except Exception as exc:
+            store = outage_of(exc)
+            if store is None:
+                raise
+            self.outages.down(store, exc, f"opening a response log of chat={chat[1]}")
+            return UnloggedResponse()
 
     def live_run_config(self) -> RunConfig:
         if self.settings.live_modality == "AUDIO":

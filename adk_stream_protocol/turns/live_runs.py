@@ -11,16 +11,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Awaitable, Callable
+from contextlib import aclosing
 
 from google.adk.agents import LiveRequestQueue
 from google.adk.events import Event
 from google.genai import types
 
+from adk_stream_protocol.foundation.errors import RequestError
 from adk_stream_protocol.observability.telemetry import LiveRunTrace, ResponseObserver
 from adk_stream_protocol.plugins.tool_ui import DataRoute
 from adk_stream_protocol.protocol.chunks import DataChunk
+from adk_stream_protocol.store.history import RESPONSE_ID_KEY
 from adk_stream_protocol.turns.bridge import Bridge
+from adk_stream_protocol.turns.recovery import finish_cut_run, stored_recovery
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +76,8 @@ class LiveRun:
         input tries again and reports it."""
         try:
             await self._ensure_started()
+        except RequestError as exc:  # the session store's outage, logged where it was met
+            logger.info("live run not started at connect chat=%s: %s", self._chat_id, exc)
         except Exception:
             logger.warning("live run not started at connect chat=%s", self._chat_id, exc_info=True)
 
@@ -87,9 +94,28 @@ class LiveRun:
         # that history when it connects.
         if self._task is None:
             await self._bridge.sessions.open(self._user_id, self._chat_id)
+            await self._finish_cut_turn()
             self._trace = self._bridge.telemetry.live_run(self._chat_id)
             with self._trace.current():  # ADK's spans of the run nest under the run's span
                 self._task = self._bridge.spawn(self._run(), name=f"live:{self._chat_id}")
+
+    async def _finish_cut_turn(self) -> None:
+        """A turn whose run was cut short (a crash) is finished before the model connects,
+        unseen: the model then gets the whole history (docs/adr/0032)."""
+        chat = (self._user_id, self._chat_id)
+        recovery = await stored_recovery(self._bridge, chat)
+        if recovery is None:
+            return
+        run = finish_cut_run(
+            self._bridge,
+            chat,
+            recovery,
+            stamps={RESPONSE_ID_KEY: uuid.uuid4().hex},
+            abort_signal=asyncio.Event(),
+        )
+        async with aclosing(run) as events:
+            async for _ in events:
+                pass
 
     def observe_response(self, *, continuation: bool) -> ResponseObserver:
         """The span and metrics of a response of this socket, under the run's span. The run

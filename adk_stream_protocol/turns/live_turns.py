@@ -139,12 +139,13 @@ class LiveTurn:
             if response.deferring:
                 self._held = held
 
-    async def fail_response(self, exc: Exception) -> bool:
-        """End the open response with an ``error`` chunk and ``[DONE]``; False if none is."""
+    async def fail_response(self, exc: Exception, *, error_text: str | None = None) -> bool:
+        """End the open response with an ``error`` chunk and ``[DONE]``; False if none is.
+        ``error_text``: a failure already understood and logged (a store's outage)."""
         response = self._close_response()
         if response is None:
             return False
-        await response.fail(exc)
+        await response.fail(exc, error_text=error_text)
         self._held = []
         return True
 

@@ -43,6 +43,7 @@ from adk_stream_protocol.store.history import (
     live_events,
     used_steering_ids,
 )
+from adk_stream_protocol.turns.recovery import Recovery, recovery_of
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +86,9 @@ class TurnPlan:
     replay: list[list[Event]] = field(default_factory=list)
     # Hold back text and earlier results if this response pauses for the client again.
     defer: bool = False
+    # A cut run of this turn to finish (docs/adr/0032): as this response when the request
+    # answers nothing new (a retry), else before the new message runs.
+    recovery: Recovery | None = None
 
 
 def plan_turn(
@@ -130,6 +134,7 @@ def plan_turn(
         user_message_id=last.id,
         prior_tool_results=types.Content(role="user", parts=cancellations) if abandoned else None,
         prior_invocation_id=calls.invocation_id,
+        recovery=recovery_of(calls),
     )
 
 
@@ -319,6 +324,19 @@ def _continue(
     view = StoredPending(calls)
     answers = collect_answers(last, view)
     take_steering(answers, last, used_steering_ids(history))
+    if answers.empty() and not answers.steering_ids and (recovery := recovery_of(calls)):
+        # The same answers again, after the run they started was cut short: finish that run
+        # instead of refusing the retry (docs/adr/0032).
+        return TurnPlan(
+            message_id=last.id,
+            new_message=None,
+            continuation=True,
+            prior_invocation_id=calls.invocation_id,
+            denied_tool_call_ids=frozenset(calls.denied),
+            replay=held_responses(history),
+            defer=defer_intermediate,
+            recovery=recovery,
+        )
     check_complete(answers, last.id, view)
     plan = TurnPlan(
         message_id=last.id,

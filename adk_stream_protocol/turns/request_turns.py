@@ -28,6 +28,11 @@ from google.adk.events import Event
 
 from adk_stream_protocol.coordination.base import ChatKey, ChatLease, StopSubscription
 from adk_stream_protocol.foundation.errors import ABORTED_CODE, RequestError
+from adk_stream_protocol.foundation.outages import (
+    REDIS,
+    SESSION_POOL,
+    SESSION_STORE,
+)
 from adk_stream_protocol.protocol.chunks import AiSdkVersion, Transport
 from adk_stream_protocol.protocol.converter import StreamProtocolConverter
 from adk_stream_protocol.protocol.ui_messages import ChatRequest
@@ -41,7 +46,12 @@ from adk_stream_protocol.turns.bridge import Bridge
 from adk_stream_protocol.turns.deferral import Deferral
 from adk_stream_protocol.turns.drain import END_WAIT_SECONDS, RESTART_TEXT, TOOL_WAIT_SECONDS
 from adk_stream_protocol.turns.planner import TurnPlan, plan_turn
-from adk_stream_protocol.turns.response import ChunkSink, DeliveryRecord, Response
+from adk_stream_protocol.turns.recovery import Recovery, finish_cut_run
+from adk_stream_protocol.turns.response import (
+    ChunkSink,
+    DeliveryRecord,
+    Response,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -57,13 +67,34 @@ async def begin_request_turn(
     transport: Transport = "stream",
 ) -> RequestTurn:
     """Plan the request under the chat's lease and start its run. Refusals raise
-    ``RequestError`` before anything is sent; ``on_end`` is called once the run has ended."""
+    ``RequestError`` before anything is sent, a store's outage as 503 (docs/adr/0030);
+    ``on_end`` is called once the run has ended."""
+    try:
+        turn = await _begin(bridge, user_id, request, sink, on_end, ai_sdk, transport)
+    except Exception as exc:
+        refusal = None if isinstance(exc, RequestError) else bridge.outages.refusal(exc, "a turn")
+        if refusal is None:
+            raise
+        raise refusal from exc
+    bridge.outages.up(REDIS, SESSION_STORE, SESSION_POOL)
+    return turn
+
+
+async def _begin(
+    bridge: Bridge,
+    user_id: str,
+    request: ChatRequest,
+    sink: ChunkSink,
+    on_end: Callable[[], None],
+    ai_sdk: AiSdkVersion,
+    transport: Transport,
+) -> RequestTurn:
     settings = bridge.settings
     chat: ChatKey = (user_id, request.id)
     recording = bridge.recorder.open(transport, request, ai_sdk=ai_sdk)
     try:
         lease = await bridge.coordination.leases.acquire(chat, settings.chat_busy_timeout_seconds)
-    except TimeoutError:
+    except TimeoutError:  # the builtin one: the chat stayed held (a Redis timeout is not one)
         raise RequestError(
             409, "this chat is still answering an earlier request; try again shortly"
         ) from None
@@ -229,7 +260,7 @@ class RequestTurn:
         lease_watch = self._bridge.spawn(self._abort_when_lease_lost(), name="lease-watch")
         response: Response | None = None
         try:
-            log = await self._bridge.coordination.chunk_logs.open(self._chat, self._lease)
+            log = await self._bridge.open_response_log(self._chat, self._lease)
             response = Response(
                 converter,
                 self._sink,
@@ -242,20 +273,29 @@ class RequestTurn:
             await response.start()
             # The chat's tools send their data parts here while the run lasts (ADR 0025).
             self._bridge.tool_ui.open_route(self._chat, response.tool_data)
+            self._bridge.tool_starts.hold(self._chat, self._lease)
             try:
                 await response.approval_responses(self._decisions)
                 await response.emit(converter.replay(plan.replay))
-                if plan.new_message is None:
-                    for call in plan.rearmed_calls:
-                        await response.rearm(call.call_id, call.tool_name, call.args)
-                else:
+                if plan.recovery is not None:
+                    # A retry continues the cut run in this response; before a new message
+                    # the client has moved on, so the run finishes unseen.
+                    await self._finish_cut_run(
+                        plan.recovery, response if plan.new_message is None else None
+                    )
+                if plan.new_message is not None:
                     async with aclosing(self._events()) as events:
                         async for event in events:
                             if not (self._restarting and _is_abort(event)):
                                 await response.convert(event)
                         self._events_done = True
+                elif plan.recovery is None:
+                    for call in plan.rearmed_calls:
+                        await response.rearm(call.call_id, call.tool_name, call.args)
+                self._events_done = True
             except Exception as exc:
-                await response.fail(exc)
+                where = f"the run of chat={self._chat[1]}"
+                await response.fail(exc, error_text=self._bridge.outages.interrupted(exc, where))
             else:
                 if self._restarting:
                     await response.end_with_error(RESTART_TEXT)
@@ -264,6 +304,7 @@ class RequestTurn:
         finally:
             if response is not None:
                 self._bridge.tool_ui.close_route(self._chat, response.tool_data)
+            self._bridge.tool_starts.let_go(self._chat, self._lease)
             lease_watch.cancel()
             self._observer.end()  # a no-op once the response ended
             await self._sink.close()  # a no-op once the response ended
@@ -273,7 +314,18 @@ class RequestTurn:
             self._ended.set()
             self._on_end()
 
-    def _events(self) -> AsyncGenerator[Event, None]:
+    async def _finish_cut_run(self, recovery: Recovery, response: Response | None) -> None:
+        """Finish the turn's cut run: into ``response``, or unseen when it is None."""
+        stamps = self._stamps() if response is not None else {RESPONSE_ID_KEY: uuid.uuid4().hex}
+        run = finish_cut_run(
+            self._bridge, self._chat, recovery, stamps=stamps, abort_signal=self._stop.stopped
+        )
+        async with aclosing(run) as events:
+            async for event in events:
+                if response is not None and not (self._restarting and _is_abort(event)):
+                    await response.convert(event)
+
+    def _stamps(self) -> dict[str, object]:
         plan = self._plan
         stamps: dict[str, object] = {RESPONSE_ID_KEY: uuid.uuid4().hex}
         if plan.user_message_id is not None:
@@ -281,12 +333,16 @@ class RequestTurn:
         stamps[ASSISTANT_MESSAGE_ID_KEY] = plan.message_id
         if plan.defer:
             stamps[DEFERRED_KEY] = True
+        return stamps
+
+    def _events(self) -> AsyncGenerator[Event, None]:
+        plan = self._plan
         assert plan.new_message is not None
         return self._bridge.runner.run_async(
             user_id=self._chat[0],
             session_id=self._chat[1],
             new_message=plan.new_message,
-            run_config=RunConfig(streaming_mode=StreamingMode.SSE, custom_metadata=stamps),
+            run_config=RunConfig(streaming_mode=StreamingMode.SSE, custom_metadata=self._stamps()),
             abort_signal=self._stop.stopped,
         )
 

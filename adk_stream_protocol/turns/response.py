@@ -44,6 +44,17 @@ class ChunkSink(Protocol):
         """The response ended (its ``[DONE]`` was sent)."""
 
 
+class UnloggedResponse:
+    """The ``ResponseLog`` of a response whose chunk log could not be opened (its store is
+    unavailable): the response still reaches its own client, but cannot be resumed."""
+
+    async def append(self, events: Sequence[bytes]) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+
 class DeliveryRecord(Protocol):
     """Sees the chunks a response delivers, then its end (a recording: docs/adr/0026).
     Called on the event loop: it must neither block nor raise."""
@@ -141,13 +152,14 @@ class Response:
         await self.emit(self.converter.finish(reason))
         return await self._end()
 
-    async def fail(self, exc: BaseException) -> list[BaseChunk]:
-        """End with an ``error`` chunk after the run (or our handling of it) raised."""
+    async def fail(self, exc: BaseException, *, error_text: str | None = None) -> list[BaseChunk]:
+        """End with an ``error`` chunk after the run (or our handling of it) raised;
+        ``error_text``: the text of a failure already understood and logged (an outage)."""
         if self.ended:
             return []
         if not self.converter.errored:
             self.observer.error(type(exc).__name__)
-        await self.emit(self.converter.fail(exc))
+        await self.emit(self.converter.fail(exc, error_text=error_text))
         return await self._end()
 
     async def end_with_error(self, text: str) -> list[BaseChunk]:

@@ -13,6 +13,7 @@ from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.genai import types
 
 from adk_stream_protocol.protocol.tool_calls import (
+    CALL_STARTED_KEY,
     CONFIRMATION_TOOL,
     Confirmation,
     TurnCalls,
@@ -153,6 +154,13 @@ def gated_call(
         ),
         confirmation_event(invocation_id, confirmation_id, call_id, name, args, payload),
     ]
+
+
+def started(invocation_id: str, call_id: str) -> Event:
+    """The mark the server stores just before a tool's body runs (plugins/tool_starts.py)."""
+    return Event(
+        invocation_id=invocation_id, author="agent", custom_metadata={CALL_STARTED_KEY: call_id}
+    )
 
 
 def user_decision(invocation_id: str, confirmation_id: str, confirmed: bool) -> Event:
@@ -315,7 +323,39 @@ def test_events_without_content_change_nothing() -> None:
     calls = TurnCalls()
     calls.observe(Event(invocation_id="inv-9", author="user"))
     calls.observe(model_text("Hello", "inv-9"))
-    assert calls == TurnCalls()
+    assert calls == TurnCalls(ended=True)  # only that the model's answer ended the run
+
+
+def test_a_start_without_a_result_stays_open_and_a_result_closes_it() -> None:
+    calls = turn_calls([call_event("inv-1", "call-w", "get_weather"), started("inv-1", "call-w")])
+    assert calls.open_starts == {"call-w"}
+    assert calls.interrupted()
+    calls.observe(response_event("inv-1", "call-w", "get_weather", {"sky": "sunny"}))
+    assert calls.open_starts == set()
+    assert calls.interrupted()  # results, and no model answer after them
+    calls.observe(model_text("Sunny.", "inv-1"))
+    assert not calls.interrupted()
+
+
+def test_a_turn_waiting_for_the_client_is_not_interrupted() -> None:
+    calls = turn_calls(gated_call("inv-1", "call-pay", "process_payment", "conf-pay"))
+    assert not calls.interrupted()
+    calls.observe(user_decision("inv-1", "conf-pay", confirmed=True))
+    assert calls.decisions == {"conf-pay": True}
+    assert calls.decided_unrun() == {"call-pay"}
+    assert calls.interrupted()
+    calls.observe(started("inv-1", "call-pay"))
+    assert calls.decided_unrun() == set()  # started: no longer the resumed run's to decide
+
+
+def test_results_after_which_adk_calls_no_model_end_the_run() -> None:
+    skipped = response_event("inv-1", "call-w", "get_weather", {"sky": "sunny"})
+    skipped.actions = EventActions(skip_summarization=True)
+    calls = turn_calls([call_event("inv-1", "call-w", "get_weather"), skipped])
+    assert calls.ended and not calls.interrupted()
+    pending = response_event("inv-1", "call-job", "start_job", {"status": "pending"})
+    calls = turn_calls([call_event("inv-1", "call-job", "start_job", browser=True), pending])
+    assert calls.ended and not calls.interrupted()
 
 
 def test_observe_folds_like_turn_calls() -> None:

@@ -67,10 +67,12 @@ def test_each_plugin_is_announced_once(tmp_path: Path, caplog: pytest.LogCapture
     with one_agent(tmp_path):
         pass
     registered = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Plugin")]
-    # Both runners (/stream and /live) carry the tool UI plugin: it is announced once.
+    # Both runners (/stream and /live) carry the tool UI and tool start plugins: each is
+    # announced once.
     assert sorted(registered) == [
         "Plugin 'adk_stream_protocol_live_approvals' registered.",
         "Plugin 'adk_stream_protocol_running_tools' registered.",
         "Plugin 'adk_stream_protocol_steering' registered.",
+        "Plugin 'adk_stream_protocol_tool_starts' registered.",
         "Plugin 'adk_stream_protocol_tool_ui' registered.",
     ]

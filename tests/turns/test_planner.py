@@ -12,7 +12,12 @@ from google.genai import types
 from adk_stream_protocol.foundation.errors import RequestError
 from adk_stream_protocol.foundation.limits import RequestLimits
 from adk_stream_protocol.foundation.settings import Settings
-from adk_stream_protocol.protocol.tool_calls import ABANDONED_RESULT, CONFIRMATION_TOOL, turn_calls
+from adk_stream_protocol.protocol.tool_calls import (
+    ABANDONED_RESULT,
+    CONFIRMATION_TOOL,
+    OUTCOME_UNKNOWN_RESULT,
+    turn_calls,
+)
 from adk_stream_protocol.protocol.ui_messages import ChatRequest, UIMessage, parse_chat_request
 from adk_stream_protocol.turns.planner import (
     Answers,
@@ -30,6 +35,7 @@ from tests.protocol.test_tool_calls import (
     model_text,
     response_event,
     stamped,
+    started,
     user_decision,
     user_turn,
 )
@@ -315,7 +321,13 @@ def test_approval_sent_twice_acts_once() -> None:
 
 
 def test_approval_already_acted_on_with_nothing_else_is_refused() -> None:
-    events = [*payment_turn(), user_decision("inv-2", "conf-pay", confirmed=True)]
+    # The approved payment ran and the model answered: the same approval again is a duplicate.
+    events = [
+        *payment_turn(),
+        user_decision("inv-1", "conf-pay", confirmed=True),
+        response_event("inv-1", "call-pay", "process_payment", {"status": "paid"}),
+        model_text("Sent.", "inv-1"),
+    ]
     body = request(
         user("u1", "Send"),
         assistant("a1", decided("process_payment", "call-pay", "conf-pay", True)),
@@ -323,6 +335,68 @@ def test_approval_already_acted_on_with_nothing_else_is_refused() -> None:
     error = refused(body, events)
     assert error.status == 409
     assert "answers no pending approval" in error.message
+
+
+def test_a_retried_approval_whose_call_never_ran_finishes_the_cut_run() -> None:
+    # The decision is stored, then the process died before the tool started (docs/adr/0032).
+    events = [*payment_turn(), user_decision("inv-1", "conf-pay", confirmed=True)]
+    body = request(
+        user("u1", "Send"),
+        assistant("a1", decided("process_payment", "call-pay", "conf-pay", True)),
+    )
+    result = plan(body, events)
+    assert result.continuation and result.new_message is None
+    assert result.message_id == "a1"
+    assert result.recovery is not None
+    assert result.recovery.invocation_id == "inv-1"
+    assert result.recovery.results == ()  # ADK runs the approved call when resumed
+
+
+def test_a_started_call_without_its_result_is_recorded_as_outcome_unknown() -> None:
+    events = [
+        *payment_turn(),
+        user_decision("inv-1", "conf-pay", confirmed=True),
+        started("inv-1", "call-pay"),
+    ]
+    body = request(
+        user("u1", "Send"),
+        assistant("a1", decided("process_payment", "call-pay", "conf-pay", True)),
+    )
+    recovery = plan(body, events).recovery
+    assert recovery is not None
+    (result,) = recovery.results
+    assert (result.call_id, result.outcome, result.author) == ("call-pay", "unknown", "agent")
+    assert result.response == dict(OUTCOME_UNKNOWN_RESULT)
+
+
+def test_results_stored_without_the_model_answer_resume_the_model() -> None:
+    events = [
+        user_turn("Weather?", "u1", "inv-1"),
+        call_event("inv-1", "call-w", "get_weather", {"city": "Tokyo"}),
+        started("inv-1", "call-w"),
+        response_event("inv-1", "call-w", "get_weather", {"sky": "sunny"}),
+    ]
+    recovery = plan(request(user("u1", "Weather?"), user("u2", "And now?")), events).recovery
+    assert recovery is not None and recovery.results == ()
+
+
+def test_a_call_that_never_started_gets_a_not_started_result_before_the_next_message() -> None:
+    events = [
+        user_turn("Weather?", "u1", "inv-1"),
+        call_event("inv-1", "call-w", "get_weather", {"city": "Tokyo"}),
+    ]
+    result = plan(request(user("u1", "Weather?"), user("u2", "And now?")), events)
+    assert result.new_message is not None  # the new message runs after the recovery
+    assert result.recovery is not None
+    (recorded,) = result.recovery.results
+    assert (recorded.call_id, recorded.outcome) == ("call-w", "not-started")
+
+
+def test_a_turn_that_ended_or_waits_needs_no_recovery() -> None:
+    answered = [*payment_turn(), user_decision("inv-1", "conf-pay", confirmed=False)]
+    assert plan(request(user("u1", "Send"), user("u2", "Hi")), payment_turn()).recovery is None
+    ended = [*answered, model_text("Not sent.", "inv-1")]
+    assert plan(request(user("u1", "Send"), user("u2", "Hi")), ended).recovery is None
 
 
 def test_approval_naming_another_call_is_refused() -> None:

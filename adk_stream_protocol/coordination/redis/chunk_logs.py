@@ -29,6 +29,7 @@ from adk_stream_protocol.coordination.redis.signals import (
     RedisKeys,
     cancelled_meanwhile,
 )
+from adk_stream_protocol.foundation.outages import REDIS, Outages
 from adk_stream_protocol.protocol.chunks import ErrorChunk
 from adk_stream_protocol.protocol.sse import DONE, format_event
 
@@ -44,6 +45,13 @@ PRODUCER_GONE_EVENT = format_event(
     ErrorChunk(
         error_text="the server answering this chat stopped before the response ended; "
         "send the message again"
+    )
+).encode()
+# A follower whose Redis went away: the log it read may be gone with it (docs/adr/0030).
+LOG_LOST_EVENT = format_event(
+    ErrorChunk(
+        error_text="the chat service lost this response's log; "
+        "reload the chat, or send the message again"
     )
 ).encode()
 DONE_EVENT = DONE.encode()
@@ -116,9 +124,10 @@ class RedisResponseLog:
                             pipe.expire(self._stream, SAFETY_TTL_SECONDS)
                         await pipe.execute()
                     first = False
-                except RedisError:
+                    self._logs.outages.up(REDIS)
+                except RedisError as exc:
                     # Resumers miss these events; the response's own client does not.
-                    logger.warning("chat=%s chunk log write failed", self._chat[1], exc_info=True)
+                    self._logs.outages.down(REDIS, exc, f"writing the log of chat={self._chat[1]}")
             if self._closed:
                 return
 
@@ -129,10 +138,16 @@ class RedisResponseLog:
         if self._writer is not None:
             self._more.set()
             await self._writer
-        await self._logs.close_script(
-            keys=[self._stream, self._logs.keys.active(self._chat)],
-            args=[self._logs.log_ttl_ms, self._pointer],
-        )
+        try:
+            await self._logs.close_script(
+                keys=[self._stream, self._logs.keys.active(self._chat)],
+                args=[self._logs.log_ttl_ms, self._pointer],
+            )
+        except RedisError as exc:
+            # Its followers end when they find the producer's lease gone; the response's own
+            # client already has its end.
+            self._logs.outages.down(REDIS, exc, f"ending the log of chat={self._chat[1]}")
+            return
         logger.info("chat=%s response log ended", self._chat[1])
 
 
@@ -145,8 +160,10 @@ class RedisChunkLogs:
         reader: Client | None = None,
         lease_ttl_seconds: float,
         log_ttl_seconds: float,
+        outages: Outages | None = None,
     ) -> None:
         self.client = client
+        self.outages = outages or Outages()
         # Followers block a connection each while they wait: their own pool, so they never
         # hold up the short commands of the responses being written.
         self.reader = reader or client
@@ -197,7 +214,22 @@ class RedisChunkLogs:
         self, chat: ChatKey, stream: str, lease_key: str, holder: bytes
     ) -> AsyncGenerator[bytes, None]:
         """From the first entry, then live (XREAD BLOCK) until the end marker. Cancelled in
-        a blocked XREAD, redis-py drops that connection, so the pool stays sound."""
+        a blocked XREAD, redis-py drops that connection, so the pool stays sound. A Redis
+        that goes away ends the body with an ``error`` and ``[DONE]``, never a cut."""
+        ended = False  # its [DONE] is out: only the end marker was left to read
+        try:
+            async for event in self._entries_to_end(chat, stream, lease_key, holder):
+                ended = event == DONE_EVENT
+                yield event
+        except RedisError as exc:
+            self.outages.down(REDIS, exc, f"following the log of chat={chat[1]}")
+            if not ended:
+                yield LOG_LOST_EVENT
+                yield DONE_EVENT
+
+    async def _entries_to_end(
+        self, chat: ChatKey, stream: str, lease_key: str, holder: bytes
+    ) -> AsyncGenerator[bytes, None]:
         after = b"0-0"
         while True:
             entries = _entries(

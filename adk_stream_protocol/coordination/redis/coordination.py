@@ -21,6 +21,9 @@ from urllib.parse import urlsplit
 
 import redis.asyncio as redis
 from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisClusterException, RedisError, ResponseError
 
 from adk_stream_protocol.coordination.base import ChatKey, Coordination, Outcome, WaitingCall
@@ -28,6 +31,7 @@ from adk_stream_protocol.coordination.local import LocalPendingCalls
 from adk_stream_protocol.coordination.redis.chunk_logs import RedisChunkLogs
 from adk_stream_protocol.coordination.redis.leases import RedisChatLeases
 from adk_stream_protocol.coordination.redis.signals import Client, RedisKeys, Signals
+from adk_stream_protocol.foundation.outages import REDIS, Outages
 
 logger = logging.getLogger(__name__)
 
@@ -107,7 +111,12 @@ class RedisPendingCalls:
         return await self._local.waiting(chat)
 
     async def _publish(self, chat: ChatKey, **data: Any) -> None:
-        await self._signals.broadcast(self._channel, {"user": chat[0], "chat": chat[1], **data})
+        """To the other processes. This one's waits have the answer already; while Redis is
+        unavailable the others miss it, and their waits time out as for a silent client."""
+        try:
+            await self._signals.broadcast(self._channel, {"user": chat[0], "chat": chat[1], **data})
+        except RedisError as exc:
+            self._signals.outages.down(REDIS, exc, f"publishing an answer of chat={chat[1]}")
 
     async def _apply(self, data: dict[str, Any]) -> None:
         """Another process's answer, applied to the waits of this one."""
@@ -133,11 +142,12 @@ class RedisCoordination:
         reader: Client,
         lease_ttl_seconds: float,
         log_ttl_seconds: float,
+        outages: Outages,
     ) -> None:
         self.client = client
         self.reader = reader
         self._signals = signals
-        self._leases = RedisChatLeases(client, keys, signals, lease_ttl_seconds)
+        self._leases = RedisChatLeases(client, keys, signals, lease_ttl_seconds, outages)
         self.coordination = Coordination(
             leases=self._leases,
             pending=RedisPendingCalls(keys, signals),
@@ -148,6 +158,7 @@ class RedisCoordination:
                 reader=reader,
                 lease_ttl_seconds=lease_ttl_seconds,
                 log_ttl_seconds=log_ttl_seconds,
+                outages=outages,
             ),
         )
 
@@ -184,6 +195,18 @@ COMMAND_CONNECTIONS = 32
 READER_CONNECTIONS = 1000
 
 
+def _reconnecting() -> Retry:
+    """A command whose pooled connection turns out dead (Redis restarted, a proxy dropped
+    it) is sent again on a new one, at once and then once more shortly after, so a restart
+    costs no request. Only connection errors: a Redis that does not answer within the
+    socket timeout is not asked again, or a frozen one would hold each request three times
+    as long. Retried commands are safe to send twice (the lease is taken by a script that
+    finds its own token, docs/adr/0030-outages.md)."""
+    return Retry(
+        ExponentialBackoff(cap=0.05, base=0.01), 2, supported_errors=(RedisConnectionError,)
+    )
+
+
 def _clients(url: str, cluster: bool) -> tuple[Client, Client]:
     """The command client and the followers' client.
 
@@ -200,9 +223,11 @@ def _clients(url: str, cluster: bool) -> tuple[Client, Client]:
             RedisCluster.from_url(url, max_connections=READER_CONNECTIONS),
         )
     client = redis.Redis.from_pool(
-        redis.BlockingConnectionPool.from_url(url, max_connections=COMMAND_CONNECTIONS)
+        redis.BlockingConnectionPool.from_url(
+            url, max_connections=COMMAND_CONNECTIONS, retry=_reconnecting()
+        )
     )
-    return client, redis.from_url(url, max_connections=READER_CONNECTIONS)
+    return client, redis.from_url(url, max_connections=READER_CONNECTIONS, retry=_reconnecting())
 
 
 class _ClusterNodeError(RuntimeError):
@@ -229,9 +254,12 @@ async def connect_redis_coordination(
     lease_ttl_seconds: float,
     log_ttl_seconds: float,
     cluster: bool = False,
+    outages: Outages | None = None,
 ) -> RedisCoordination:
     """Connect (PING first, so a wrong URL stops the server at start-up) and subscribe.
-    With ``cluster``, ``url`` names one node of a Redis Cluster (docs/adr/0031)."""
+    With ``cluster``, ``url`` names one node of a Redis Cluster (docs/adr/0031).
+    ``outages``: the application's record of stores that are down (one WARNING each)."""
+    outages = outages or Outages()
     try:
         client, reader = _clients(url, cluster)
     except (ValueError, RedisClusterException) as exc:
@@ -243,7 +271,7 @@ async def connect_redis_coordination(
             if not cluster:
                 await _not_a_cluster_node(client, url)
             keys = RedisKeys(prefix)
-            signals = Signals(client, keys)
+            signals = Signals(client, keys, outages)
             await signals.start()
     except (RedisError, RedisClusterException, OSError, TimeoutError) as exc:
         await client.aclose()
@@ -262,4 +290,5 @@ async def connect_redis_coordination(
         reader=reader,
         lease_ttl_seconds=lease_ttl_seconds,
         log_ttl_seconds=log_ttl_seconds,
+        outages=outages,
     )

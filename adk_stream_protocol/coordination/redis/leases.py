@@ -23,9 +23,19 @@ from adk_stream_protocol.coordination.redis.signals import (
     Signals,
     cancelled_meanwhile,
 )
+from adk_stream_protocol.foundation.outages import REDIS, Outages
 
 logger = logging.getLogger(__name__)
 
+# Takes the lease if it is free, or finds it already ours: a command sent again after its
+# connection broke (the pool's retry) may have run the first time. Returns {taken, pttl}.
+_TAKE = """
+local taken = redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
+if taken or redis.call('get', KEYS[1]) == ARGV[1] then
+    return {1, redis.call('pttl', KEYS[1])}
+end
+return {0, redis.call('pttl', KEYS[1])}
+"""
 # Extends the lease only while it still holds our token.
 _RENEW = """
 if redis.call('get', KEYS[1]) == ARGV[1] then
@@ -78,7 +88,7 @@ class RedisLease:
                 if cancelled_meanwhile():
                     return  # released meanwhile
                 if loop.time() - renewed < leases.ttl_seconds:
-                    logger.warning("chat=%s lease not renewed: %s", self._chat[1], exc)
+                    leases.outages.down(REDIS, exc, f"renewing the lease of chat={self._chat[1]}")
                     continue
                 held = 0  # unrenewed for a whole TTL: it may have lapsed
             if cancelled_meanwhile():
@@ -95,15 +105,22 @@ class RedisLease:
 
 class RedisChatLeases:
     def __init__(
-        self, client: Client, keys: RedisKeys, signals: Signals, ttl_seconds: float
+        self,
+        client: Client,
+        keys: RedisKeys,
+        signals: Signals,
+        ttl_seconds: float,
+        outages: Outages | None = None,
     ) -> None:
         self.keys = keys
+        self.outages = outages or Outages()
         self.ttl_seconds = ttl_seconds
         self.ttl_ms = max(1, round(ttl_seconds * 1000))
         self.renew_script = client.register_script(_RENEW)
         self._client = client
         self._signals = signals
         self._release = client.register_script(_RELEASE)
+        self._take_script = client.register_script(_TAKE)
         self._compare_and_delete = client.register_script(COMPARE_AND_DELETE)
         self._held: set[RedisLease] = set()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -170,7 +187,7 @@ class RedisChatLeases:
                 keys=[self.keys.lease(chat)], args=[token, channel, self._signals.message({})]
             )
         except Exception as exc:
-            logger.warning("chat=%s lease not released (it lapses): %s", chat[1], exc)
+            self.outages.down(REDIS, exc, f"releasing the lease of chat={chat[1]} (it lapses)")
             return
         if deleted:
             await self._signals.deliver(channel, {})
@@ -180,10 +197,7 @@ class RedisChatLeases:
         key = self.keys.lease(chat)
         token = uuid.uuid4().hex
         try:
-            async with self._client.pipeline(transaction=True) as pipe:
-                pipe.set(key, token, nx=True, px=self.ttl_ms)
-                pipe.pttl(key)
-                taken, ttl_ms = await pipe.execute()
+            taken, ttl_ms = await self._take_script(keys=[key], args=[token, self.ttl_ms])
         except BaseException:
             # The SET may have run: never leave a lease nobody renews or releases.
             self.spawn(self._forsake(key, token))
@@ -191,6 +205,7 @@ class RedisChatLeases:
         if cancelled_meanwhile():
             self.spawn(self._forsake(key, token))
             raise asyncio.CancelledError
+        self.outages.up(REDIS)
         if not taken:
             return None, int(ttl_ms)
         lease = RedisLease(self, chat, token)

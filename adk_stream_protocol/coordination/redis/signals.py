@@ -39,10 +39,13 @@ from redis.asyncio.client import PubSub
 from redis.asyncio.cluster import RedisCluster
 
 from adk_stream_protocol.coordination.base import ChatKey
+from adk_stream_protocol.foundation.outages import REDIS, Outages
 
 logger = logging.getLogger(__name__)
 
-READER_RETRY_SECONDS = 1.0  # after the pub/sub connection failed, before reading again
+# After the pub/sub connection failed, before reading again: short, so that signals flow
+# again soon after Redis is back (each try while it is down is one refused connection).
+READER_RETRY_SECONDS = 0.1
 
 # Deletes KEYS[1] only if it still holds ARGV[1] (a lease token, a log pointer): whoever
 # lost the key to another writer never removes the other's.
@@ -119,7 +122,8 @@ def _pubsub(client: Client) -> PubSub:
 class Signals:
     """This process's pub/sub connection and the handlers of each channel."""
 
-    def __init__(self, client: Client, keys: RedisKeys) -> None:
+    def __init__(self, client: Client, keys: RedisKeys, outages: Outages | None = None) -> None:
+        self.outages = outages or Outages()
         self.origin = uuid.uuid4().hex  # this process, so it skips its own messages
         self._client = client
         self._keys = keys
@@ -170,7 +174,7 @@ class Signals:
                     ignore_subscribe_messages=True, timeout=None
                 )
             except Exception as exc:  # redis-py reconnects and resubscribes on the next read
-                logger.warning("Redis signals: %s; reading again shortly", type(exc).__name__)
+                self.outages.down(REDIS, exc, "reading signals (reading again shortly)")
                 await asyncio.sleep(READER_RETRY_SECONDS)
                 continue
             if message is None or message.get("type") != "pmessage":

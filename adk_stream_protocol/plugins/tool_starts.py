@@ -1,0 +1,95 @@
+"""A durable mark just before a tool's body runs, so that a crash cannot hide a started call
+(docs/adr/0032).
+
+ADK stores a tool's result after the body returns. A process that dies in between leaves the
+call without a result, and nothing would tell "never started" (safe to run) from "started,
+maybe done" (must never run again). ``ToolStartPlugin`` closes that gap: its
+``before_tool_callback`` appends a content-less event naming the call (``CALL_STARTED_KEY``)
+to the chat's session, and only once the store has it does the body run. The next turn reads
+a start without a result as *outcome unknown* (``TurnCalls.open_starts``).
+
+No mark is written where the body will not run: a call ADK is about to gate behind a
+confirmation, a denied call, and a long-running call whose result comes from elsewhere.
+
+The same moment checks that the run still holds its chat: a run whose lease was lost (a
+stalled process that woke after another took the chat) does not start the tool.
+
+Parallel calls of one step write their marks one at a time, in the order ADK started them, so
+their bodies still run in that order: ADK merges their state changes in call order, and a
+body that ran out of order would have its change overwritten by an earlier call's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from typing import Any
+
+from google.adk.events import Event
+from google.adk.plugins import BasePlugin
+from google.adk.sessions import BaseSessionService
+from google.adk.tools import BaseTool, ToolContext
+
+from adk_stream_protocol.coordination.base import ChatKey, ChatLease
+from adk_stream_protocol.protocol.tool_calls import CALL_STARTED_KEY
+
+logger = logging.getLogger(__name__)
+
+PLUGIN_NAME = "adk_stream_protocol_tool_starts"
+
+
+class ToolNotStarted(RuntimeError):
+    """The tool's body did not run: its start could not be recorded, or the run no longer
+    holds the chat. The call stays as it was, for the chat's next holder to run."""
+
+
+class ToolStartPlugin(BasePlugin):
+    """Records each tool start in the session before the body runs."""
+
+    def __init__(self, sessions: BaseSessionService) -> None:
+        super().__init__(name=PLUGIN_NAME)
+        self._sessions = sessions
+        self._leases: dict[ChatKey, ChatLease] = {}
+        # One lock per running invocation, gone once no call of it waits on it.
+        self._order: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+
+    def hold(self, chat: ChatKey, lease: ChatLease) -> None:
+        """The chat's runs hold ``lease`` from now on: tools start only while it is held."""
+        self._leases[chat] = lease
+
+    def let_go(self, chat: ChatKey, lease: ChatLease) -> None:
+        if self._leases.get(chat) is lease:
+            del self._leases[chat]
+
+    async def before_tool_callback(
+        self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext
+    ) -> dict[str, Any] | None:
+        call_id = tool_context.function_call_id
+        if call_id is None or tool.is_long_running:
+            return None
+        confirmation = tool_context.tool_confirmation
+        if confirmation is not None and not confirmation.confirmed:
+            return None  # denied: ADK answers for it
+        if confirmation is None and await tool.check_require_confirmation(tool_args, tool_context):
+            return None  # ADK asks the user first; the body runs on the approved re-run
+        session = tool_context.session
+        chat = (session.user_id, session.id)
+        lease = self._leases.get(chat)
+        if lease is not None and lease.lost.is_set():
+            logger.warning(
+                "tool not started: the run lost its chat user=%s chat=%s call=%s", *chat, call_id
+            )
+            raise ToolNotStarted("this run no longer holds the chat")
+        mark = Event(
+            author=tool_context.agent_name,
+            invocation_id=tool_context.invocation_id,
+            branch=tool_context.branch,
+            custom_metadata={CALL_STARTED_KEY: call_id},
+        )
+        order = self._order.setdefault(tool_context.invocation_id, asyncio.Lock())
+        async with order:
+            # The invocation's own session object: ADK's later appends see it as current.
+            await self._sessions.append_event(session, mark)
+        logger.debug("tool start recorded chat=%s call=%s tool=%s", chat[1], call_id, tool.name)
+        return None

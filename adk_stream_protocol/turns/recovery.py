@@ -1,0 +1,145 @@
+"""Finishing a turn whose run was cut short (docs/adr/0032).
+
+A run stops before it ends when its process dies or its store fails under it. What it leaves
+in the session says what is owed:
+
+- a call the user decided (approved or denied) with no result and no start: the run never got
+  to it. The resumed invocation runs it (approved) or refuses it (denied), once.
+- a call whose start is recorded but whose result is not: it may have done its work. It gets
+  ``OUTCOME_UNKNOWN_RESULT`` and is never run again automatically.
+- any other call of the run without a result never started: ``NOT_STARTED_RESULT``.
+- results stored and no model answer after them: the resumed invocation calls the model.
+
+``recovery_of`` reads that from the turn's calls; ``finish_cut_run`` records the results, then
+resumes the invocation by its id (``Runner.run_async(invocation_id=...)``). A request turn
+streams what that yields; a live run lets it finish unseen before it connects the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncGenerator, Mapping
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import Any
+
+from google.adk.agents.run_config import RunConfig, StreamingMode
+from google.adk.events import Event
+from google.genai import types
+
+from adk_stream_protocol.coordination.base import ChatKey
+from adk_stream_protocol.protocol.tool_calls import (
+    NOT_STARTED_RESULT,
+    OUTCOME_UNKNOWN_RESULT,
+    TurnCalls,
+    turn_calls,
+)
+from adk_stream_protocol.store.history import current_turn, live_events
+from adk_stream_protocol.turns.bridge import Bridge
+
+logger = logging.getLogger(__name__)
+
+# Custom metadata on the results the server records for calls of a cut run: which outcome.
+CALL_OUTCOME_KEY = "ui_call_outcome"
+
+
+@dataclass(frozen=True)
+class RecordedResult:
+    """A result the server records for a call of a cut run, in the call's agent's name."""
+
+    author: str
+    call_id: str
+    tool_name: str
+    outcome: str  # "unknown" or "not-started"
+    response: dict[str, Any]
+
+    def part(self) -> types.Part:
+        return types.Part(
+            function_response=types.FunctionResponse(
+                name=self.tool_name, id=self.call_id, response=self.response
+            )
+        )
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """How to finish a cut turn: the results to record, then the invocation to resume."""
+
+    invocation_id: str
+    results: tuple[RecordedResult, ...]
+
+    @property
+    def unknown(self) -> list[str]:
+        return [r.call_id for r in self.results if r.outcome == "unknown"]
+
+
+def recovery_of(calls: TurnCalls) -> Recovery | None:
+    """What finishing the turn takes, or None when it ended or waits for the client."""
+    if not calls.interrupted() or calls.invocation_id is None:
+        return None
+    decided = calls.decided_unrun()
+    results: list[RecordedResult] = []
+    for call_id in sorted(calls.unsettled() - decided - calls.browser_calls):
+        unknown = call_id in calls.open_starts
+        results.append(
+            RecordedResult(
+                author=calls.authors.get(call_id, ""),
+                call_id=call_id,
+                tool_name=calls.calls[call_id],
+                outcome="unknown" if unknown else "not-started",
+                response=dict(OUTCOME_UNKNOWN_RESULT if unknown else NOT_STARTED_RESULT),
+            )
+        )
+    return Recovery(calls.invocation_id, tuple(results))
+
+
+async def stored_recovery(bridge: Bridge, chat: ChatKey) -> Recovery | None:
+    """The recovery the chat's stored current turn needs, if its run was cut short."""
+    session = await bridge.sessions.open(*chat)
+    return recovery_of(turn_calls(current_turn(live_events(session.events))))
+
+
+async def finish_cut_run(
+    bridge: Bridge,
+    chat: ChatKey,
+    recovery: Recovery,
+    *,
+    stamps: Mapping[str, object],
+    abort_signal: asyncio.Event,
+) -> AsyncGenerator[Event, None]:
+    """Record the results owed to calls that cannot run, then resume the cut invocation: it
+    runs or refuses the calls the user decided, and calls the model. Yields the recorded
+    events, then the run's. The caller holds the chat's lease."""
+    user_id, chat_id = chat
+    sessions = bridge.sessions
+    session = await sessions.open(user_id, chat_id)
+    for author in sorted({r.author for r in recovery.results}):
+        results = [r for r in recovery.results if r.author == author]
+        yield await sessions.service.append_event(
+            session,
+            Event(
+                author=author,
+                invocation_id=recovery.invocation_id,
+                content=types.Content(role="user", parts=[r.part() for r in results]),
+                custom_metadata={CALL_OUTCOME_KEY: {r.call_id: r.outcome for r in results}},
+            ),
+        )
+    logger.warning(
+        "finishing a cut run user=%s chat=%s invocation=%s outcome-unknown=%s",
+        user_id,
+        chat_id,
+        recovery.invocation_id,
+        ",".join(recovery.unknown) or "none",
+    )
+    async with aclosing(
+        bridge.runner.run_async(
+            user_id=user_id,
+            session_id=chat_id,
+            invocation_id=recovery.invocation_id,
+            run_config=RunConfig(streaming_mode=StreamingMode.SSE, custom_metadata=dict(stamps)),
+            abort_signal=abort_signal,
+        )
+    ) as events:
+        async for event in events:
+            yield event

@@ -1,0 +1,78 @@
+"""An agent whose server dies on purpose at a chosen point of a payment (tests/test_crashes.py).
+
+Served with ``ADK_STREAM_AGENT=tests.crash_agent:app``. ``CRASH_AT`` names the point where the
+process kills itself (SIGKILL, as a crash or an OOM kill does: no clean-up runs):
+
+- ``before-start``: in a plugin that runs before the server records the tool's start;
+- ``in-body``: inside the tool, before it does its work;
+- ``after-effect``: inside the tool, after its work, before its result is stored;
+- ``before-answer``: in the model call after the result was stored.
+
+``CRASH_LEDGER`` is a file the tool appends the call's id to when it does its work: the
+ground truth for "the payment ran once", whatever the session says.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from typing import Any
+
+from google.adk.agents import LlmAgent
+from google.adk.agents.callback_context import CallbackContext
+from google.adk.apps import App
+from google.adk.models.llm_request import LlmRequest
+from google.adk.plugins import BasePlugin
+from google.adk.tools import BaseTool, FunctionTool, ToolContext
+
+from adk_stream_protocol.testing import ScriptedLlm, call
+
+
+def _crash_at(point: str) -> None:
+    if os.environ.get("CRASH_AT") == point:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def pay(amount: float, to: str, tool_context: ToolContext) -> dict[str, Any]:
+    """Sends money; needs the user's approval."""
+    _crash_at("in-body")
+    with open(os.environ["CRASH_LEDGER"], "a", encoding="utf-8") as ledger:
+        ledger.write(f"{tool_context.function_call_id}\n")
+    _crash_at("after-effect")
+    return {"paid": amount, "to": to}
+
+
+class CrashPlugin(BasePlugin):
+    def __init__(self) -> None:
+        super().__init__(name="test_crashes")
+
+    async def before_tool_callback(
+        self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext
+    ) -> dict[str, Any] | None:
+        if tool_context.tool_confirmation is not None:  # the approved run, not the ask
+            _crash_at("before-start")
+        return None
+
+    async def before_model_callback(
+        self, *, callback_context: CallbackContext, llm_request: LlmRequest
+    ) -> None:
+        last = llm_request.contents[-1] if llm_request.contents else None
+        if last and any(
+            p.function_response and p.function_response.name == "pay" for p in last.parts or []
+        ):
+            _crash_at("before-answer")
+
+
+model = ScriptedLlm(
+    script={
+        "pay": [call("pay", amount=10, to="Bob"), "Paid Bob."],
+        "": ["Hello again."],
+    }
+)
+agent = LlmAgent(
+    name="payer",
+    model=model,
+    instruction="Pay when asked.",
+    tools=[FunctionTool(pay, require_confirmation=True)],
+)
+app = App(name="crashes", root_agent=agent, plugins=[CrashPlugin()])
