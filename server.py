@@ -6,6 +6,7 @@ import logging
 import uvicorn
 
 from adk_stream_protocol import Settings, create_server
+from adk_stream_protocol.cli import graceful_shutdown_seconds
 
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
@@ -14,4 +15,10 @@ app = create_server()
 
 if __name__ == "__main__":
     settings = Settings()
-    uvicorn.run("server:app", host=settings.host, port=settings.port)
+    # Above the drain a SIGTERM starts (docs/adr/0033, docs/deployment.md).
+    uvicorn.run(
+        "server:app",
+        host=settings.host,
+        port=settings.port,
+        timeout_graceful_shutdown=graceful_shutdown_seconds(settings),
+    )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -24,6 +25,7 @@ from starlette.types import ASGIApp
 from adk_stream_protocol.foundation.settings import Settings
 from adk_stream_protocol.replay.app import create_replay_app
 from adk_stream_protocol.server.agents_folder import create_server
+from adk_stream_protocol.turns.drain import END_WAIT_SECONDS, TOOL_WAIT_SECONDS
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +36,12 @@ SERVER_FACTORY = "adk_stream_protocol.cli:server_from_environment"
 
 def server_from_environment() -> ASGIApp:
     return create_server(Settings())
+
+
+def graceful_shutdown_seconds(settings: Settings) -> int:
+    """uvicorn's ``timeout_graceful_shutdown``: above the drain's longest run, the grace
+    plus a started tool's wait and the runs' last writes (docs/adr/0033)."""
+    return math.ceil(settings.shutdown_grace_seconds + TOOL_WAIT_SECONDS + END_WAIT_SECONDS)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -133,6 +141,7 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         port=settings.port if args.port is None else args.port,
         reload=args.reload,
         reload_dirs=[str(watch)] if args.reload else None,
+        timeout_graceful_shutdown=graceful_shutdown_seconds(settings),
     )
     return 0
 

@@ -112,6 +112,10 @@ class Settings(BaseSettings):
     api_docs: bool = False
     # How long a request waits for an earlier request on the same chat to finish.
     chat_busy_timeout_seconds: float = 5.0
+    # On SIGTERM (a rolling restart): how long open responses may still run to their end
+    # before the server ends them with an `error` and exits (docs/adr/0033). Meanwhile
+    # `/health` answers 503 and new requests get 503 with Retry-After.
+    shutdown_grace_seconds: float = Field(default=30.0, ge=0)
     # Write each response, its request and its chunks to a JSONL file in this directory, for
     # `adk-stream-protocol replay DIR` (docs/adr/0026). The files hold what users typed.
     record_dir: Path | None = None

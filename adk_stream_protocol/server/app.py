@@ -27,6 +27,7 @@ from adk_stream_protocol.foundation.settings import Settings
 from adk_stream_protocol.server.agents import serve_agents
 from adk_stream_protocol.server.artifacts import router as artifacts_router
 from adk_stream_protocol.server.backends import check_extras, open_coordination
+from adk_stream_protocol.server.draining import ShutdownSignals
 from adk_stream_protocol.store.sessions import store_url
 from adk_stream_protocol.transports.live import router as live_router
 from adk_stream_protocol.transports.stream import router as stream_router
@@ -79,7 +80,13 @@ def create_app(
                     else "local",
                     settings.resumable_streams,
                 )
-                yield
+                # SIGTERM drains before uvicorn shuts down (docs/adr/0033).
+                signals = ShutdownSignals.install(bridge.drain.run, settings.shutdown_grace_seconds)
+                try:
+                    yield
+                finally:
+                    if signals is not None:
+                        signals.remove(bridge.drain.run)
             finally:
                 await bridge.close()
 
@@ -99,8 +106,13 @@ def create_app(
     app.include_router(artifacts_router)
 
     @app.get("/health")
-    async def health() -> dict[str, str]:
-        return {"status": "ok"}
+    async def health(request: Request) -> JSONResponse:
+        bridge = getattr(request.app.state, "bridge", None)
+        if bridge is not None and bridge.drain.draining:
+            # A readiness probe fails: the load balancer sends new work elsewhere.
+            headers = {"retry-after": "1"}
+            return JSONResponse({"status": "draining"}, status_code=503, headers=headers)
+        return JSONResponse({"status": "ok"})
 
     # A folder of agents' paths (`/apps/<name>/...`) asked of a server of one agent: a 404
     # that says so, as the folder's for an unknown name, not the page's 405 for a POST.

@@ -56,6 +56,7 @@ MAX_OPEN_REQUESTS = 32
 CLOSE_BAD_FRAME = 4400
 CLOSE_UNSUPPORTED = 1003
 CLOSE_TOO_BIG = 1009
+CLOSE_RESTART = 1012  # Service Restart: connect again (docs/adr/0033)
 
 
 class ChatSocket:
@@ -69,11 +70,20 @@ class ChatSocket:
         self._requests: dict[str, SocketRequest] = {}
         self._send_lock = asyncio.Lock()
 
+    # A socket: a restart closes it after its requests' responses ended (docs/adr/0033).
+    order = 2
+    busy = False
+
+    async def end_for_restart(self) -> None:
+        await self._close(CLOSE_RESTART, "the server is restarting; connect again")
+
     async def serve(self) -> None:
         logger.info("live ai 7 socket connected")
+        self._bridge.drain.add(self)
         try:
             await self._receive_frames()
         finally:
+            self._bridge.drain.discard(self)
             for request in list(self._requests.values()):
                 request.socket_left()
             logger.info("live ai 7 socket closed open_requests=%s", len(self._requests))
@@ -143,6 +153,7 @@ class ChatSocket:
     async def _serve_send(self, request: SocketRequest, frame: SendFrame, size: int) -> None:
         slots = self._bridge.response_slots
         try:
+            self._bridge.drain.refuse_if_draining()
             user_id = await user_of(self._ws, frame.headers)
             chat = await run_bounded(size, parse_chat_request, frame.chat_request(), self._limits)
             if not slots.try_acquire():
@@ -176,6 +187,7 @@ class ChatSocket:
         slots = self._bridge.response_slots
         holds_slot = False
         try:
+            self._bridge.drain.refuse_if_draining()
             user_id = await user_of(self._ws, frame.headers)
             if not re.fullmatch(CHAT_ID_PATTERN, frame.id):
                 raise RequestError(422, "not a chat id: letters, digits and _.:- (at most 128)")
@@ -189,8 +201,8 @@ class ChatSocket:
             logger.info("live ai 7 resume chat=%s", frame.id)
             await self.send_text(control_frame("start", request.request_id))
             request.skip_until(0 if frame.last_sequence is None else frame.last_sequence + 1)
-            async with aclosing(events):
-                async for event in events:
+            async with aclosing(self._bridge.drain.follow(events)) as followed:
+                async for event in followed:
                     await request.send([event])
         except Exception as exc:
             await self._refuse(request.request_id, _request_error(exc, self._bridge.outages))

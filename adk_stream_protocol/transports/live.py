@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from contextlib import aclosing
+from contextlib import aclosing, suppress
 
 from fastapi import APIRouter, WebSocket
 from fastapi.responses import PlainTextResponse
@@ -47,6 +47,12 @@ router = APIRouter()
 @router.websocket("/live")
 async def live(websocket: WebSocket) -> None:
     bridge = bridge_of(websocket.app.state)
+    if bridge.drain.draining:  # a restart: connect to another instance (docs/adr/0033)
+        restarting = bridge.drain.refusal()
+        await _deny(
+            websocket, restarting.status, restarting.message, retry_after=restarting.retry_after
+        )
+        return
     if not origin_allowed(websocket.headers, bridge.settings.cors_origins):
         # A page of another site: its socket would carry this user's cookies.
         logger.info("live handshake refused: origin not allowed")
@@ -89,7 +95,12 @@ async def live(websocket: WebSocket) -> None:
     if resume and not followed:
         await websocket.send_text(json.dumps({"type": "no-active"}))
     connection = LiveConnection(bridge, websocket, user_id=user_id, chat_id=chat_id, lease=lease)
-    await connection.serve()
+    restart = _RestartClose(websocket)
+    bridge.drain.add(restart)
+    try:
+        await connection.serve()
+    finally:
+        bridge.drain.discard(restart)
 
 
 async def _after_active_response(
@@ -114,9 +125,29 @@ async def _after_active_response(
         return None
 
 
-async def _deny(websocket: WebSocket, status: int, reason: str) -> None:
+class _RestartClose:
+    """A restart closes the socket with 1012 (Service Restart) once the grace is over; the
+    client connects again, to another instance (docs/adr/0033)."""
+
+    order = 2
+    busy = False
+
+    def __init__(self, websocket: WebSocket) -> None:
+        self._ws = websocket
+
+    async def end_for_restart(self) -> None:
+        with suppress(RuntimeError):  # already closed
+            await self._ws.close(1012, "the server is restarting; connect again")
+
+
+async def _deny(
+    websocket: WebSocket, status: int, reason: str, *, retry_after: int | None = None
+) -> None:
     """Refuse a handshake with an HTTP status, where the server can send one."""
+    headers = {"retry-after": str(retry_after)} if retry_after is not None else None
     try:
-        await websocket.send_denial_response(PlainTextResponse(reason, status_code=status))
+        await websocket.send_denial_response(
+            PlainTextResponse(reason, status_code=status, headers=headers)
+        )
     except RuntimeError:  # no denial-response extension: a plain close (HTTP 403)
         await websocket.close(1008, reason)

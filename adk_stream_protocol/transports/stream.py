@@ -30,7 +30,7 @@ from adk_stream_protocol.foundation.outages import REDIS
 from adk_stream_protocol.foundation.settings import Settings
 from adk_stream_protocol.protocol.sse import KEEP_ALIVE_COMMENT, SSE_HEADERS
 from adk_stream_protocol.protocol.ui_messages import CHAT_ID_PATTERN, ChatRequest, parse_chat_body
-from adk_stream_protocol.turns.bridge import bridge_of
+from adk_stream_protocol.turns.bridge import Bridge, bridge_of
 from adk_stream_protocol.turns.request_turns import RequestTurn, begin_request_turn
 
 logger = logging.getLogger(__name__)
@@ -88,6 +88,8 @@ def _openapi() -> dict[str, Any]:
 @router.post("/stream", response_model=None, openapi_extra=_openapi())
 async def stream(request: Request, user_id: Annotated[str, Depends(current_user)]) -> Response:
     bridge = bridge_of(request.app.state)
+    if bridge.drain.draining:  # a restart: another instance answers (docs/adr/0033)
+        return _draining(bridge)
     slots = bridge.response_slots
     if not slots.try_acquire():
         logger.warning("stream request shed: %s responses open", slots.in_use)
@@ -124,6 +126,11 @@ def _chat_key(user_id: str, chat_id: str) -> ChatKey:
     if not re.fullmatch(CHAT_ID_PATTERN, chat_id):
         raise RequestError(422, "not a chat id: letters, digits and _.:- (at most 128)")
     return (user_id, chat_id)
+
+
+def _draining(bridge: Bridge) -> JSONResponse:
+    bridge.telemetry.refused("stream", 503)
+    return _refused(bridge.drain.refusal())
 
 
 def _refused(exc: RequestError) -> JSONResponse:
@@ -163,6 +170,8 @@ async def resume_stream(
         chat = _chat_key(user_id, chat_id)
     except RequestError as exc:
         return _refused(exc)
+    if bridge.drain.draining:
+        return _draining(bridge)
     slots = bridge.response_slots
     if not slots.try_acquire():
         return _refused(slots.busy_error())
@@ -180,7 +189,8 @@ async def resume_stream(
         slots.release()
         return Response(status_code=204)
     logger.info("stream resumed chat=%s", chat_id)
-    return _event_stream(_followed(events, slots.release), bridge.settings)
+    # A restart ends a follower with an `error` and [DONE]: resume again elsewhere.
+    return _event_stream(_followed(bridge.drain.follow(events), slots.release), bridge.settings)
 
 
 async def _followed(

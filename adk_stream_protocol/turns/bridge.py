@@ -30,11 +30,13 @@ from adk_stream_protocol.observability.metrics import Metrics
 from adk_stream_protocol.observability.recording import Recorder
 from adk_stream_protocol.observability.telemetry import Telemetry
 from adk_stream_protocol.plugins.approvals import LiveApprovalPlugin
+from adk_stream_protocol.plugins.running_tools import RunningTools
 from adk_stream_protocol.plugins.steering import SteeringPlugin
 from adk_stream_protocol.plugins.tool_starts import ToolStartPlugin
 from adk_stream_protocol.plugins.tool_ui import ToolUiPlugin
 from adk_stream_protocol.store.artifact_files import ChatArtifacts, create_artifact_service
 from adk_stream_protocol.store.sessions import ChatSessions, create_session_service
+from adk_stream_protocol.turns.drain import Drain
 from adk_stream_protocol.turns.response import UnloggedResponse
 
 logger = logging.getLogger(__name__)
@@ -73,9 +75,19 @@ class Bridge:
         # Every tool start is stored before its body runs (docs/adr/0032).
         self.tool_starts = ToolStartPlugin(service)
         app = agent if isinstance(agent, App) else App(name=settings.app_name, root_agent=agent)
+        # Which tools run now, first so that it sees every call end (docs/adr/0033).
+        self.running_tools = RunningTools()
         # Steering messages of a resumed turn reach the model (docs/adr/0022).
         steered = app.model_copy(
-            update={"plugins": [*app.plugins, SteeringPlugin(), self.tool_ui, self.tool_starts]}
+            update={
+                "plugins": [
+                    self.running_tools,
+                    *app.plugins,
+                    SteeringPlugin(),
+                    self.tool_ui,
+                    self.tool_starts,
+                ]
+            }
         )
         self.runner = Runner(
             app=steered, session_service=service, artifact_service=self.artifact_service
@@ -105,6 +117,8 @@ class Bridge:
         self.response_slots = ResponseSlots(settings.max_concurrent_responses)
         self.recorder = Recorder(settings.record_dir)
         self._tasks: set[asyncio.Task[Any]] = set()
+        # What a restart ends, and whether one is under way (docs/adr/0033).
+        self.drain = Drain()
 
     def chat_artifacts(self, user_id: str, chat_id: str) -> ChatArtifacts:
         return ChatArtifacts(

@@ -17,6 +17,7 @@ when a ``POST /stream`` body says ``"aiSdk": 7`` (docs/adr/0023).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections.abc import AsyncGenerator, Callable
@@ -26,7 +27,7 @@ from google.adk.agents.run_config import RunConfig, StreamingMode
 from google.adk.events import Event
 
 from adk_stream_protocol.coordination.base import ChatKey, ChatLease, StopSubscription
-from adk_stream_protocol.foundation.errors import RequestError
+from adk_stream_protocol.foundation.errors import ABORTED_CODE, RequestError
 from adk_stream_protocol.foundation.outages import (
     REDIS,
     SESSION_POOL,
@@ -43,6 +44,7 @@ from adk_stream_protocol.store.history import (
 )
 from adk_stream_protocol.turns.bridge import Bridge
 from adk_stream_protocol.turns.deferral import Deferral
+from adk_stream_protocol.turns.drain import END_WAIT_SECONDS, RESTART_TEXT, TOOL_WAIT_SECONDS
 from adk_stream_protocol.turns.planner import TurnPlan, plan_turn
 from adk_stream_protocol.turns.recovery import Recovery, finish_cut_run
 from adk_stream_protocol.turns.response import (
@@ -198,8 +200,16 @@ class RequestTurn:
         self._observer = bridge.telemetry.response(
             chat[1], transport, ai_sdk=ai_sdk, continuation=plan.continuation
         )
+        self._restarting = False  # the server ends the run for a restart (docs/adr/0033)
+        self._events_done = False  # the run's events all came: a restart cuts nothing
+        self._ended = asyncio.Event()
+
+    # A producer: the drain waits for it, and ends it before its followers.
+    order = 0
+    busy = True
 
     def begin(self) -> None:
+        self._bridge.drain.add(self)
         # The run's task copies the current context: ADK's spans nest under the response's.
         with self._observer.current():
             self._bridge.spawn(self._run(), name=f"stream:{self._chat[1]}")
@@ -215,6 +225,24 @@ class RequestTurn:
         """The client is done with the response: the run ends as a stop ends it."""
         logger.info("response stopped by its client user=%s chat=%s", *self._chat)
         self._stop.stopped.set()
+
+    async def end_for_restart(self) -> None:
+        """The grace is over: once no tool of the run is running (an abort would cancel it),
+        stop the run; its response ends with the restart's ``error``."""
+        tools = self._bridge.running_tools
+        try:
+            async with asyncio.timeout(TOOL_WAIT_SECONDS):
+                while tools.running(self._chat):  # checked again: no await before the stop
+                    await tools.idle(self._chat)
+        except TimeoutError:
+            logger.warning("restart: a tool still runs chat=%s; ending its run", self._chat[1])
+        logger.info("restart: ending the response user=%s chat=%s", *self._chat)
+        self._restarting = not self._events_done
+        self._stop.stopped.set()
+        try:
+            await asyncio.wait_for(self._ended.wait(), END_WAIT_SECONDS)
+        except TimeoutError:
+            logger.warning("restart: the run did not end chat=%s", self._chat[1])
 
     async def _abort_when_lease_lost(self) -> None:
         await self._lease.lost.wait()
@@ -258,15 +286,21 @@ class RequestTurn:
                 if plan.new_message is not None:
                     async with aclosing(self._events()) as events:
                         async for event in events:
-                            await response.convert(event)
+                            if not (self._restarting and _is_abort(event)):
+                                await response.convert(event)
+                        self._events_done = True
                 elif plan.recovery is None:
                     for call in plan.rearmed_calls:
                         await response.rearm(call.call_id, call.tool_name, call.args)
+                self._events_done = True
             except Exception as exc:
                 where = f"the run of chat={self._chat[1]}"
                 await response.fail(exc, error_text=self._bridge.outages.interrupted(exc, where))
             else:
-                await response.finish()
+                if self._restarting:
+                    await response.end_with_error(RESTART_TEXT)
+                else:
+                    await response.finish()
         finally:
             if response is not None:
                 self._bridge.tool_ui.close_route(self._chat, response.tool_data)
@@ -276,6 +310,8 @@ class RequestTurn:
             await self._sink.close()  # a no-op once the response ended
             await self._stop.close()
             await self._lease.release()
+            self._bridge.drain.discard(self)
+            self._ended.set()
             self._on_end()
 
     async def _finish_cut_run(self, recovery: Recovery, response: Response | None) -> None:
@@ -286,7 +322,7 @@ class RequestTurn:
         )
         async with aclosing(run) as events:
             async for event in events:
-                if response is not None:
+                if response is not None and not (self._restarting and _is_abort(event)):
                     await response.convert(event)
 
     def _stamps(self) -> dict[str, object]:
@@ -309,3 +345,8 @@ class RequestTurn:
             run_config=RunConfig(streaming_mode=StreamingMode.SSE, custom_metadata=self._stamps()),
             abort_signal=self._stop.stopped,
         )
+
+
+def _is_abort(event: Event) -> bool:
+    code = event.error_code
+    return code is not None and str(getattr(code, "name", code)) == ABORTED_CODE

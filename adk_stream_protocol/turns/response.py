@@ -17,7 +17,14 @@ from google.adk.events import Event
 
 from adk_stream_protocol.coordination.base import ResponseLog
 from adk_stream_protocol.observability.telemetry import ResponseObserver, error_code
-from adk_stream_protocol.protocol.chunks import BaseChunk, DataChunk, FinishReason
+from adk_stream_protocol.protocol.chunks import (
+    BaseChunk,
+    DataChunk,
+    ErrorChunk,
+    FinishChunk,
+    FinishReason,
+    FinishStepChunk,
+)
 from adk_stream_protocol.protocol.converter import StreamProtocolConverter
 from adk_stream_protocol.protocol.sse import DONE, encode_event
 from adk_stream_protocol.store.artifact_files import ChatArtifacts
@@ -153,6 +160,18 @@ class Response:
         if not self.converter.errored:
             self.observer.error(type(exc).__name__)
         await self.emit(self.converter.fail(exc, error_text=error_text))
+        return await self._end()
+
+    async def end_with_error(self, text: str) -> list[BaseChunk]:
+        """End with an ``error`` chunk that says ``text``, where nothing failed in the run:
+        the server ended it (a restart, docs/adr/0033)."""
+        if self.ended:
+            return []
+        self.observer.error("server_restart")
+        chunks = self.converter.finish()
+        ends = (FinishStepChunk, FinishChunk)
+        at = next((i for i, c in enumerate(chunks) if isinstance(c, ends)), len(chunks))
+        await self.emit([*chunks[:at], ErrorChunk(error_text=text), *chunks[at:]])
         return await self._end()
 
     async def _end(self) -> list[BaseChunk]:

@@ -71,6 +71,7 @@ def test_each_plugin_is_announced_once(tmp_path: Path, caplog: pytest.LogCapture
     # announced once.
     assert sorted(registered) == [
         "Plugin 'adk_stream_protocol_live_approvals' registered.",
+        "Plugin 'adk_stream_protocol_running_tools' registered.",
         "Plugin 'adk_stream_protocol_steering' registered.",
         "Plugin 'adk_stream_protocol_tool_starts' registered.",
         "Plugin 'adk_stream_protocol_tool_ui' registered.",

@@ -1,0 +1,249 @@
+"""Rolling restarts (docs/adr/0033): on SIGTERM an instance stops taking new work, lets its
+open responses finish within ``ADK_STREAM_SHUTDOWN_GRACE_SECONDS``, and ends what is left with
+an ``error`` chunk and ``[DONE]``, never a cut. Real uvicorn processes, signalled as
+Kubernetes or systemd signal them; the last test restarts both instances of a PostgreSQL +
+Redis deployment in turn under a steady load of payments that need approval.
+"""
+
+from __future__ import annotations
+
+import itertools
+import signal
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from adk_stream_protocol.turns.drain import RESTART_TEXT
+from tests.payments_agent import LEDGER_ENV, TOOL_SECONDS
+from tests.support import (
+    LiveServer,
+    answer_approvals,
+    assistant_message,
+    chat_body,
+    chunks_of,
+    post_stream,
+    run_server,
+    stream_result,
+    streaming,
+    user_message,
+)
+
+TOOLS = {"ADK_STREAM_AGENT": "tests.agents:root_agent", "ADK_STREAM_KEEP_ALIVE_SECONDS": "0.5"}
+PAYMENTS = {"ADK_STREAM_AGENT": "tests.payments_agent:root_agent"}
+UVICORN = ["--timeout-graceful-shutdown", "45"]
+
+
+def new_chat(name: str) -> str:
+    return f"{name}-{uuid.uuid4().hex[:8]}"
+
+
+def ledger(path: Path) -> Counter[str]:
+    return Counter(path.read_text().split()) if path.exists() else Counter()
+
+
+def wait_for(condition: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def instance(tmp_path: Path) -> Iterator[LiveServer]:
+    env = {**TOOLS, "ADK_STREAM_SHUTDOWN_GRACE_SECONDS": "20"}
+    with run_server(tmp_path, env, uvicorn_args=UVICORN) as server:
+        yield server
+
+
+def test_sigterm_lets_an_open_response_finish_and_sends_new_work_away(
+    instance: LiveServer,
+) -> None:
+    process = instance.process
+    assert process is not None
+    with streaming(instance, chat_body(new_chat("drain"), user_message("slow 2", "u1"))) as reading:
+        assert reading.first_event()["type"] == "start"
+        signalled = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        # A readiness probe fails, and new work goes elsewhere, while the response runs on.
+        wait_for(lambda: instance.http.get("/health").status_code == 503, 5, "draining")
+        health = instance.http.get("/health")
+        assert health.json() == {"status": "draining"}
+        new = chat_body(new_chat("new"), user_message("hi", "u1"))
+        refused = instance.http.post("/stream", json=new)
+        assert refused.status_code == 503 and refused.headers["retry-after"] == "1", refused.text
+        resume = instance.http.get(f"/stream/{new_chat('other')}/stream")
+        assert resume.status_code == 503 and resume.headers["retry-after"] == "1"
+        rest = reading.rest()
+    assert rest and rest[-1] == "[DONE]", f"the response was cut: {rest}"
+    chunks = chunks_of(rest)
+    assert [c["type"] for c in chunks if c["type"] in ("error", "finish")] == ["finish"], chunks
+    (output,) = [c for c in chunks if c["type"] == "tool-output-available"]
+    assert output["output"] == {"waited": 2.0}
+    # Nothing was left: the process exits as soon as the response ended, not after the grace.
+    process.wait(timeout=15)
+    assert time.monotonic() - signalled < 10
+
+
+def test_a_response_longer_than_the_grace_ends_with_an_error_and_its_tool_is_not_cut(
+    tmp_path: Path,
+) -> None:
+    payments = tmp_path / "ledger"
+    env = {**PAYMENTS, "ADK_STREAM_SHUTDOWN_GRACE_SECONDS": "0", LEDGER_ENV: str(payments)}
+    with run_server(tmp_path, env, uvicorn_args=UVICORN) as server:
+        process = server.process
+        assert process is not None
+        chat = new_chat("cut")
+        ask = user_message("pay 5", "u1")
+        paused = post_stream(server, chat_body(chat, ask))
+        assert paused.of_type("tool-approval-request"), paused.types()
+        approve = chat_body(chat, ask, answer_approvals(assistant_message(paused), True))
+        with streaming(server, approve) as reading:
+            assert reading.first_event()["type"] == "start"
+            time.sleep(TOOL_SECONDS / 2)  # the payment starts at once, and runs this long
+            process.send_signal(signal.SIGTERM)
+            rest = reading.rest()
+        process.wait(timeout=30)
+    assert rest[-1] == "[DONE]", f"the response was cut: {rest}"
+    chunks = chunks_of(rest)
+    types = [c["type"] for c in chunks]
+    # The payment that had started ran to its end; the model's answer after it did not come.
+    assert [c["output"] for c in chunks if c["type"] == "tool-output-available"] == [{"paid": 5.0}]
+    assert [c["errorText"] for c in chunks if c["type"] == "error"] == [RESTART_TEXT], types
+    assert types[-1] == "finish" and "abort" not in types, types
+    assert list(ledger(payments).values()) == [1]
+
+
+# -- a rolling restart of two instances under load --------------------------------------------
+
+
+class Balancer:
+    """What a load balancer does for the test: it sends each request to an instance that is
+    in rotation, takes an instance out once it refuses (503) or cannot be reached, and
+    retries a request that could not connect, or that got 503 + Retry-After, elsewhere."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pool: list[str] = []
+        self._turn = itertools.count()
+        self.refused = 0  # 503 + Retry-After, retried
+        self.failures: list[str] = []
+
+    def add(self, base_url: str) -> None:
+        with self._lock:
+            self._pool.append(base_url)
+
+    def remove(self, base_url: str) -> None:
+        with self._lock:
+            if base_url in self._pool:
+                self._pool.remove(base_url)
+
+    def _pick(self) -> str | None:
+        with self._lock:
+            return self._pool[next(self._turn) % len(self._pool)] if self._pool else None
+
+    def post(self, client: httpx.Client, body: dict[str, Any]) -> Any:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            base = self._pick()
+            if base is None:
+                time.sleep(0.1)
+                continue
+            try:
+                response = client.post(f"{base}/stream", json=body)
+            except httpx.ConnectError:
+                self.remove(base)  # as a proxy retries a connect error on the next upstream
+                continue
+            except httpx.HTTPError as exc:
+                self.failures.append(f"{base}: {type(exc).__name__}: {exc}")
+                return None
+            if response.status_code == 503 and "retry-after" in response.headers:
+                with self._lock:
+                    self.refused += 1
+                self.remove(base)
+                continue
+            if response.status_code != 200:
+                self.failures.append(f"{base}: {response.status_code} {response.text[:200]}")
+                return None
+            result = stream_result(response)
+            if result.payloads[-1:] != ["[DONE]"] or result.of_type("error"):
+                self.failures.append(f"{base}: {result.payloads[-3:]}")
+                return None
+            return result
+        self.failures.append("no instance answered within 30 s")
+        return None
+
+
+def test_a_rolling_restart_under_load_loses_nothing(
+    postgres_url: str, redis_url: str, redis_run_prefix: str, tmp_path_factory: Any
+) -> None:
+    payments = tmp_path_factory.mktemp("ledger") / "ledger"
+    env = {
+        **PAYMENTS,
+        "ADK_STREAM_SESSION_STORE": postgres_url,
+        "ADK_STREAM_REDIS_URL": redis_url,
+        "ADK_STREAM_REDIS_KEY_PREFIX": f"{redis_run_prefix}.rolling",
+        "ADK_STREAM_RESUMABLE_STREAMS": "true",
+        "ADK_STREAM_LEASE_TTL_SECONDS": "2",
+        "ADK_STREAM_SHUTDOWN_GRACE_SECONDS": "20",
+        LEDGER_ENV: str(payments),
+    }
+    balancer = Balancer()
+    paid: list[str] = []  # the call ids the clients saw paid
+    stop = threading.Event()
+
+    def client() -> None:
+        with httpx.Client(timeout=60) as http:
+            while not stop.is_set():
+                chat = new_chat("rolling")
+                ask = user_message("pay 7", f"u-{chat}")
+                paused = balancer.post(http, chat_body(chat, ask))
+                if paused is None:
+                    continue
+                (request,) = paused.of_type("tool-approval-request")
+                answer = answer_approvals(assistant_message(paused), True)
+                done = balancer.post(http, chat_body(chat, ask, answer))
+                if done is not None:
+                    (output,) = done.of_type("tool-output-available")
+                    assert output["output"] == {"paid": 7.0}
+                    paid.append(request["toolCallId"])
+
+    def restart(stack: ExitStack, old: LiveServer, name: str) -> LiveServer:
+        assert old.process is not None
+        old.process.send_signal(signal.SIGTERM)
+        old.process.wait(timeout=40)
+        new = stack.enter_context(
+            run_server(tmp_path_factory.mktemp(name), env, uvicorn_args=UVICORN)
+        )
+        balancer.add(new.base_url)
+        return new
+
+    with ExitStack() as stack:
+        a = stack.enter_context(run_server(tmp_path_factory.mktemp("a"), env, uvicorn_args=UVICORN))
+        b = stack.enter_context(run_server(tmp_path_factory.mktemp("b"), env, uvicorn_args=UVICORN))
+        balancer.add(a.base_url)
+        balancer.add(b.base_url)
+        clients = [threading.Thread(target=client, daemon=True) for _ in range(3)]
+        for thread in clients:
+            thread.start()
+        time.sleep(2)
+        restart(stack, a, "a2")
+        time.sleep(1)
+        restart(stack, b, "b2")
+        time.sleep(2)
+        stop.set()
+        for thread in clients:
+            thread.join(60)
+    assert not balancer.failures, balancer.failures
+    assert len(paid) >= 20, f"only {len(paid)} payments in the run"
+    ran = ledger(payments)
+    assert not [call for call, times in ran.items() if times != 1], ran
+    assert set(ran) == set(paid), "each payment a client saw paid ran once, and no other"
+    print(f"payments={len(paid)} refused_503={balancer.refused}")
