@@ -8,14 +8,20 @@ process kills itself (SIGKILL, as a crash or an OOM kill does: no clean-up runs)
 - ``after-effect``: inside the tool, after its work, before its result is stored;
 - ``before-answer``: in the model call after the result was stored.
 
+``STALL_READY`` names a file the plugin writes just before the server would record the tool's
+start, then waits a moment there: the test stops the process (SIGSTOP) at that point, as a
+stalled machine or a long GC pause would, and lets it go on later.
+
 ``CRASH_LEDGER`` is a file the tool appends the call's id to when it does its work: the
 ground truth for "the payment ran once", whatever the session says.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
+from pathlib import Path
 from typing import Any
 
 from google.adk.agents import LlmAgent
@@ -51,6 +57,9 @@ class CrashPlugin(BasePlugin):
     ) -> dict[str, Any] | None:
         if tool_context.tool_confirmation is not None:  # the approved run, not the ask
             _crash_at("before-start")
+            if ready := os.environ.get("STALL_READY"):
+                await asyncio.to_thread(Path(ready).write_text, "stalling", encoding="utf-8")
+                await asyncio.sleep(1)  # the test stops the process in here
         return None
 
     async def before_model_callback(

@@ -37,6 +37,11 @@ class ChatLease(Protocol):
     token: str  # this holding, unique: whoever checks the chat's holder compares it
     lost: asyncio.Event
 
+    def held(self) -> bool:
+        """Still this process's, as far as it can tell without asking the store: not lost,
+        and renewed within its TTL by this process's own clock. A process that was stalled
+        past the TTL and has just woken is not a holder, before any renewal says so."""
+
     async def release(self) -> None: ...
 
 

@@ -33,6 +33,9 @@ class _LocalLease:
         self.token = uuid.uuid4().hex
         self.lost = asyncio.Event()  # never set: a lock of this process cannot lapse
 
+    def held(self) -> bool:
+        return not self._released
+
     async def release(self) -> None:
         if not self._released:
             self._released = True

@@ -76,7 +76,7 @@ class ToolStartPlugin(BasePlugin):
         session = tool_context.session
         chat = (session.user_id, session.id)
         lease = self._leases.get(chat)
-        if lease is not None and lease.lost.is_set():
+        if lease is not None and not lease.held():
             logger.warning(
                 "tool not started: the run lost its chat user=%s chat=%s call=%s", *chat, call_id
             )

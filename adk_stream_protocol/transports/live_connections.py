@@ -99,6 +99,8 @@ class LiveConnection:
 
     async def serve(self) -> None:
         self._pending.watch(self._chat, self._on_waiting)
+        # Tools of this chat start only while the socket holds its lease (docs/adr/0032).
+        self._bridge.tool_starts.hold(self._chat, self._lease)
         logger.info("live connected user=%s chat=%s", *self._chat)
         stop = await self._bridge.coordination.stops.subscribe(self._chat)
         watches = [
@@ -186,6 +188,7 @@ class LiveConnection:
             await self._run.close()
         finally:  # even when the server cancels the handler
             self._release_slot()
+            self._bridge.tool_starts.let_go(self._chat, self._lease)
             await self._lease.release()
             logger.info("live disconnected user=%s chat=%s", *self._chat)
 

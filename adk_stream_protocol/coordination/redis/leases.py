@@ -57,13 +57,24 @@ return 0
 class RedisLease:
     """A lease key holding ``token``, renewed every third of its TTL until released."""
 
-    def __init__(self, leases: RedisChatLeases, chat: ChatKey, token: str) -> None:
+    def __init__(
+        self, leases: RedisChatLeases, chat: ChatKey, token: str, *, taken_at: float
+    ) -> None:
         self.token = token
         self.lost = asyncio.Event()
         self._leases = leases
         self._chat = chat
         self._releasing: asyncio.Task[None] | None = None
+        # Until when the store surely keeps the key: counted from before the command that
+        # set or renewed it was sent, on the monotonic clock, which runs on while the process
+        # is stopped.
+        self._valid_until = taken_at + leases.ttl_seconds
         self.heartbeat = asyncio.create_task(self._renew(), name=f"lease:{chat[1]}")
+
+    def held(self) -> bool:
+        if self.lost.is_set() or self._releasing is not None:
+            return False
+        return asyncio.get_running_loop().time() < self._valid_until
 
     async def release(self) -> None:
         if self._releasing is None:
@@ -101,6 +112,7 @@ class RedisLease:
                 leases.forget(self)
                 return
             renewed = attempt
+            self._valid_until = attempt + leases.ttl_seconds
 
 
 class RedisChatLeases:
@@ -196,6 +208,7 @@ class RedisChatLeases:
         """One try: the lease, or None and the holder's remaining TTL in ms."""
         key = self.keys.lease(chat)
         token = uuid.uuid4().hex
+        sent_at = asyncio.get_running_loop().time()
         try:
             taken, ttl_ms = await self._take_script(keys=[key], args=[token, self.ttl_ms])
         except BaseException:
@@ -208,7 +221,7 @@ class RedisChatLeases:
         self.outages.up(REDIS)
         if not taken:
             return None, int(ttl_ms)
-        lease = RedisLease(self, chat, token)
+        lease = RedisLease(self, chat, token, taken_at=sent_at)
         self._held.add(lease)
         return lease, int(ttl_ms)
 

@@ -1,0 +1,58 @@
+"""A stalled instance (SIGSTOP, past its chat lease) that wakes after another instance took the
+chat: it must not start the tool the other one runs (docs/adr/0032). Two real uvicorn
+instances on PostgreSQL and Redis (tests/services.py), the agent of tests/crash_agent.py.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.support import run_server, stream_result
+from tests.test_crashes import AGENT, Chat
+
+LEASE_TTL_SECONDS = 2.0
+
+
+def test_a_stalled_instance_does_not_start_a_tool_after_losing_its_chat(
+    postgres_url: str, redis_url: str, redis_prefix: str, tmp_path: Path
+) -> None:
+    ledger, ready = tmp_path / "ledger.txt", tmp_path / "stalled"
+    shared = {
+        "ADK_STREAM_SESSION_STORE": postgres_url,
+        "ADK_STREAM_REDIS_URL": redis_url,
+        "ADK_STREAM_REDIS_KEY_PREFIX": f"{redis_prefix}.stalls",
+        "ADK_STREAM_LEASE_TTL_SECONDS": str(LEASE_TTL_SECONDS),
+        "ADK_STREAM_AGENT": AGENT,
+        "CRASH_LEDGER": str(ledger),
+    }
+    chat = Chat(ledger)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    with (
+        run_server(tmp_path / "a", {**shared, "STALL_READY": str(ready)}) as a,
+        run_server(tmp_path / "b", shared) as b,
+    ):
+        assert a.process is not None
+        chat.say(a, "Pay Bob 10")
+        with httpx.stream("POST", f"{a.base_url}/stream", json=chat.approval(), timeout=30) as cut:
+            deadline = time.monotonic() + 20
+            while not ready.exists():
+                assert time.monotonic() < deadline, "A never reached the tool"
+                time.sleep(0.01)
+            os.kill(a.process.pid, signal.SIGSTOP)
+            try:
+                time.sleep(3 * LEASE_TTL_SECONDS)  # A's lease lapses
+                retry = stream_result(b.http.post("/stream", json=chat.approval()))
+                assert retry.status == 200, retry.body
+                assert retry.text() == "Paid Bob.", retry.body
+                assert len(chat.payments()) == 1
+            finally:
+                os.kill(a.process.pid, signal.SIGCONT)
+            cut.read()  # A's response ends, whatever it says
+        assert len(chat.payments()) == 1  # A woke and did not pay again
+        assert "tool not started: the run lost its chat" in a.log()
