@@ -56,3 +56,5 @@ def test_a_stalled_instance_does_not_start_a_tool_after_losing_its_chat(
             cut.read()  # A's response ends, whatever it says
         assert len(chat.payments()) == 1  # A woke and did not pay again
         assert "tool not started: the run lost its chat" in a.log()
+        # B took the chat from a lease that lapsed: it fenced A off first (docs/adr/0034).
+        assert "fenced after an unclean takeover" in b.log()

@@ -36,6 +36,11 @@ class ChatLease(Protocol):
 
     token: str  # this holding, unique: whoever checks the chat's holder compares it
     lost: asyncio.Event
+    # Taken after a holder that never released it (its lease lapsed: a crash, a stall). That
+    # holder may still write to the chat's session: the new one fences it off first
+    # (docs/adr/0034). Always False in one process, where a lock cannot lapse.
+    unclean: bool
+    generation: int  # how many times the chat was taken, this one included (0: not counted)
 
     def held(self) -> bool:
         """Still this process's, as far as it can tell without asking the store: not lost,

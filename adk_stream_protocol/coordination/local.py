@@ -32,6 +32,8 @@ class _LocalLease:
         self._released = False
         self.token = uuid.uuid4().hex
         self.lost = asyncio.Event()  # never set: a lock of this process cannot lapse
+        self.unclean = False  # nobody else can have held it: no fence needed
+        self.generation = 0
 
     def held(self) -> bool:
         return not self._released
@@ -154,6 +156,10 @@ class LocalPendingCalls:
     async def waiting(self, chat: ChatKey) -> list[WaitingCall]:
         calls = self._chats.get(chat)
         return [w.call for w in calls.waiters.values()] if calls is not None else []
+
+    def waiting_chats(self) -> list[ChatKey]:
+        """The chats with a call waiting in this process."""
+        return [chat for chat, calls in self._chats.items() if calls.waiters]
 
     async def _wait(
         self,

@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from google.adk.errors._stale_session_error import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
+from google.adk.events import Event
 from google.adk.sessions import BaseSessionService, InMemorySessionService, Session
 
 from adk_stream_protocol.foundation.outages import SESSION_POOL, SESSION_STORE, Outages
@@ -52,6 +54,12 @@ _ALREADY_EXISTS = frozenset({"42P07", "42710", "23505", "42P06"})
 # after a collision the next attempt sees its tables.
 _TABLE_ATTEMPTS = 3
 
+
+# Custom metadata of the content-less event a chat's new holder appends after an unclean
+# takeover: the lease's generation (docs/adr/0034). It moves the session's revision, so every
+# later append of the former holder, which may still run, is refused as stale.
+FENCE_KEY = "ui_fence"
+FENCE_ATTEMPTS = 3
 
 # The store every app run in one folder shared before each app had its own (docs/adr/0024).
 LEGACY_SESSION_STORE = "sqlite:///.adk-stream/sessions.db"
@@ -159,6 +167,30 @@ class ChatSessions:
                 raise
             raise refusal from exc
         self._outages.up(SESSION_STORE, SESSION_POOL)
+        return session
+
+    async def fence(self, user_id: str, chat_id: str, generation: int) -> Session:
+        """Fence off the chat's former holder, whose lease lapsed (it crashed or stalled, and
+        may still write): append a content-less event, so the store refuses that holder's
+        next append as stale (docs/adr/0034). The chat's session, with the fence.
+
+        Authored by the app, never ``"user"`` (the last user event is the one ADK reads
+        approvals from), and in an invocation of its own: ADK's routing skips an author it
+        does not know (with a warning), the history and ``TurnCalls`` skip the event."""
+        for attempt in range(1, FENCE_ATTEMPTS + 1):
+            session = await self.open(user_id, chat_id)
+            fence = Event(
+                author=self.app_name,
+                invocation_id=f"fence-{generation}",
+                custom_metadata={FENCE_KEY: generation},
+            )
+            try:
+                await self.service.append_event(session, fence)
+                break
+            except StaleSessionError:  # the former holder wrote between our read and our write
+                if attempt == FENCE_ATTEMPTS:
+                    raise
+        logger.info("chat=%s fenced after an unclean takeover (generation %s)", chat_id, generation)
         return session
 
     async def _open(self, user_id: str, chat_id: str) -> Session:

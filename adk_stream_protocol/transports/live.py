@@ -81,6 +81,8 @@ async def live(websocket: WebSocket) -> None:
         followed = lease is None  # held: by a response still being written, or a socket
         if lease is None:
             lease = await _after_active_response(bridge, websocket, chat, replay=resume)
+        if lease is not None and lease.unclean:
+            await _fence(bridge, chat, lease)
     except Exception as exc:
         refusal = bridge.outages.refusal(exc, f"a live socket of chat={chat_id}")
         if refusal is None:
@@ -123,6 +125,16 @@ async def _after_active_response(
         )
     except TimeoutError:
         return None
+
+
+async def _fence(bridge: Bridge, chat: ChatKey, lease: ChatLease) -> None:
+    """The chat was taken over from a holder that lapsed: fence it off (docs/adr/0034)
+    before the run reads the session. A failure lets the chat go."""
+    try:
+        await bridge.sessions.fence(*chat, lease.generation)
+    except BaseException:
+        await lease.release()
+        raise
 
 
 class _RestartClose:

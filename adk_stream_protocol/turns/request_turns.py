@@ -99,7 +99,7 @@ async def _begin(
             409, "this chat is still answering an earlier request; try again shortly"
         ) from None
     try:
-        plan = await _plan(bridge, user_id, request)
+        plan = await _plan(bridge, user_id, request, lease)
         stop = await bridge.coordination.stops.subscribe(chat)
     except BaseException:
         await lease.release()
@@ -121,9 +121,12 @@ async def _begin(
     return turn
 
 
-async def _plan(bridge: Bridge, user_id: str, request: ChatRequest) -> TurnPlan:
+async def _plan(bridge: Bridge, user_id: str, request: ChatRequest, lease: ChatLease) -> TurnPlan:
     sessions = bridge.sessions
-    session = await sessions.open(user_id, request.id)
+    if lease.unclean:  # the former holder lapsed: its writes are refused from now on
+        session = await sessions.fence(user_id, request.id, lease.generation)
+    else:
+        session = await sessions.open(user_id, request.id)
     plan = plan_turn(
         request,
         session.events,

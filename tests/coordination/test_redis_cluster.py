@@ -96,6 +96,10 @@ def test_every_key_and_channel_of_a_chat_is_in_the_slot_of_its_hash_tag(keys: Re
             keys.new_log(chat),
             keys.signal("stop", chat),
             keys.signal("freed", chat),
+            keys.stop(chat),
+            keys.answers(chat),
+            keys.generation(chat),
+            keys.clean(chat),
         ]
         tag = keys.lease(chat).split("{", 1)[1].split("}", 1)[0]
         assert tag, "a non-empty hash tag"

@@ -1,19 +1,20 @@
 """The coordination interfaces (``coordination/base.py``) on Redis, for several processes or
 instances serving one app (``ADK_STREAM_REDIS_URL``). Leases are in ``leases.py``, chunk
-logs in ``chunk_logs.py``, key names and the pub/sub signals in ``signals.py``;
-here are stops, pending calls and the connection that holds them all.
+logs in ``chunk_logs.py``, stops in ``stops.py``, key names and the pub/sub signals in
+``signals.py``; here are pending calls and the connection that holds them all.
 
-- A stop is a signal on the chat's channel: every process sets its subscriptions' ``stopped``.
 - Pending calls stay in this process: a tool waits in the process that runs it, and the chat's
   watcher (the connection serving the chat) is there too, since the chat's lease keeps both in
   one place. Only the answers travel: ``decide``, ``deliver``, ``cancel`` and the cancel part
   of ``unwatch`` apply here and are published, so that the process where the call waits
-  resolves it, whichever process received the answer.
+  resolves it, whichever process received the answer. Decisions and results are also kept in
+  the chat's answers hash, read again after a reconnect; a cancel empties it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -31,59 +32,52 @@ from adk_stream_protocol.coordination.local import LocalPendingCalls
 from adk_stream_protocol.coordination.redis.chunk_logs import RedisChunkLogs
 from adk_stream_protocol.coordination.redis.leases import RedisChatLeases
 from adk_stream_protocol.coordination.redis.signals import Client, RedisKeys, Signals
+from adk_stream_protocol.coordination.redis.stops import RedisStopSignals
 from adk_stream_protocol.foundation.outages import REDIS, Outages
 
 logger = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT_SECONDS = 10.0
 
+# How long the answers given to a chat's waiting calls are kept after the last one: longer
+# than an approval or a browser call waits.
+ANSWERS_TTL_MS = 3_600_000
 
-class RedisStopSubscription:
-    def __init__(self, signals: Signals, channel: str) -> None:
-        self.stopped = asyncio.Event()
-        self._signals = signals
-        self._channel = channel
-
-    async def on_stop(self, _: dict[str, Any]) -> None:
-        self.stopped.set()
-
-    async def close(self) -> None:
-        self._signals.discard(self._channel, self.on_stop)
-
-
-class RedisStopSignals:
-    """A stop is a signal: it reaches the subscriptions of every process, none later."""
-
-    def __init__(self, keys: RedisKeys, signals: Signals) -> None:
-        self._keys = keys
-        self._signals = signals
-
-    async def subscribe(self, chat: ChatKey) -> RedisStopSubscription:
-        subscription = RedisStopSubscription(self._signals, self._keys.signal("stop", chat))
-        self._signals.add(self._keys.signal("stop", chat), subscription.on_stop)
-        return subscription
-
-    async def stop(self, chat: ChatKey) -> None:
-        channel = self._keys.signal("stop", chat)
-        await self._signals.deliver(channel, {})
-        await self._signals.broadcast(channel, {})
+# An answer: kept in the chat's answers hash (a field per call), and published.
+_ANSWER = """
+redis.call('hset', KEYS[1], ARGV[1], ARGV[2])
+redis.call('pexpire', KEYS[1], ARGV[3])
+redis.call('publish', ARGV[4], ARGV[5])
+return 1
+"""
+# A cancel ends every waiting call of the chat: the answers kept for them go too.
+_CANCEL = """
+redis.call('del', KEYS[1])
+redis.call('publish', ARGV[1], ARGV[2])
+return 1
+"""
 
 
 class RedisPendingCalls:
     """This process's waits (``LocalPendingCalls``); the answers are published to all."""
 
-    def __init__(self, keys: RedisKeys, signals: Signals) -> None:
+    def __init__(self, client: Client, keys: RedisKeys, signals: Signals) -> None:
         self._local = LocalPendingCalls()
         self._signals = signals
+        self._keys = keys
+        self._client = client
+        self._answer = client.register_script(_ANSWER)
+        self._cancel = client.register_script(_CANCEL)
         self._channel = keys.calls_channel
         signals.add(self._channel, self._apply)
+        signals.on_reconnect(self.reread)
 
     def watch(self, chat: ChatKey, listener: Callable[[WaitingCall], None]) -> None:
         self._local.watch(chat, listener)
 
     async def unwatch(self, chat: ChatKey, result: dict[str, Any]) -> None:
         await self._local.unwatch(chat, result)
-        await self._publish(chat, op="cancel", result=result)
+        await self._publish(chat, None, op="cancel", result=result)
 
     async def ask_approval(
         self, chat: ChatKey, call_id: str, tool_name: str, timeout_seconds: float
@@ -92,7 +86,8 @@ class RedisPendingCalls:
 
     async def decide(self, chat: ChatKey, approval_id: str, approved: bool) -> None:
         await self._local.decide(chat, approval_id, approved)
-        await self._publish(chat, op="decide", approval_id=approval_id, approved=approved)
+        kept = (f"decide:{approval_id}", json.dumps(approved))
+        await self._publish(chat, kept, op="decide", approval_id=approval_id, approved=approved)
 
     async def wait_result(
         self, chat: ChatKey, call_id: str, timeout_seconds: float, unwatched: dict[str, Any]
@@ -101,22 +96,48 @@ class RedisPendingCalls:
 
     async def deliver(self, chat: ChatKey, call_id: str, result: dict[str, Any]) -> None:
         await self._local.deliver(chat, call_id, result)
-        await self._publish(chat, op="deliver", call_id=call_id, result=result)
+        kept = (f"deliver:{call_id}", json.dumps(result))
+        await self._publish(chat, kept, op="deliver", call_id=call_id, result=result)
 
     async def cancel(self, chat: ChatKey, result: dict[str, Any]) -> None:
         await self._local.cancel(chat, result)
-        await self._publish(chat, op="cancel", result=result)
+        await self._publish(chat, None, op="cancel", result=result)
 
     async def waiting(self, chat: ChatKey) -> list[WaitingCall]:
         return await self._local.waiting(chat)
 
-    async def _publish(self, chat: ChatKey, **data: Any) -> None:
-        """To the other processes. This one's waits have the answer already; while Redis is
-        unavailable the others miss it, and their waits time out as for a silent client."""
+    async def _publish(self, chat: ChatKey, kept: tuple[str, str] | None, **data: Any) -> None:
+        """To the other processes, and into the chat's answers hash (``kept``: field and
+        value), or, for a cancel, out of it. This one's waits have the answer already; while
+        Redis is unavailable the others miss it, and their waits time out as for a silent
+        client."""
+        message = self._signals.message({"user": chat[0], "chat": chat[1], **data})
+        key = self._keys.answers(chat)
         try:
-            await self._signals.broadcast(self._channel, {"user": chat[0], "chat": chat[1], **data})
+            if kept is None:
+                await self._cancel(keys=[key], args=[self._channel, message])
+            else:
+                field, value = kept
+                args: list[str | int] = [field, value, ANSWERS_TTL_MS, self._channel, message]
+                await self._answer(keys=[key], args=args)
         except RedisError as exc:
             self._signals.outages.down(REDIS, exc, f"publishing an answer of chat={chat[1]}")
+
+    async def reread(self) -> None:
+        """After a pub/sub reconnect: the answers kept for this process's waiting calls."""
+        for chat in self._local.waiting_chats():
+            calls = await self._local.waiting(chat)
+            if not calls:
+                continue
+            kept = await self._client.hgetall(self._keys.answers(chat))
+            answers = {_text(k): json.loads(v) for k, v in kept.items()}
+            for call in calls:
+                if call.approval_id is not None:
+                    approved = answers.get(f"decide:{call.approval_id}")
+                    if isinstance(approved, bool):
+                        await self._local.decide(chat, call.approval_id, approved)
+                elif isinstance(result := answers.get(f"deliver:{call.call_id}"), dict):
+                    await self._local.deliver(chat, call.call_id, result)
 
     async def _apply(self, data: dict[str, Any]) -> None:
         """Another process's answer, applied to the waits of this one."""
@@ -150,8 +171,8 @@ class RedisCoordination:
         self._leases = RedisChatLeases(client, keys, signals, lease_ttl_seconds, outages)
         self.coordination = Coordination(
             leases=self._leases,
-            pending=RedisPendingCalls(keys, signals),
-            stops=RedisStopSignals(keys, signals),
+            pending=RedisPendingCalls(client, keys, signals),
+            stops=RedisStopSignals(client, keys, signals),
             chunk_logs=RedisChunkLogs(
                 client,
                 keys,
@@ -169,6 +190,10 @@ class RedisCoordination:
         finally:
             await self.client.aclose()
             await self.reader.aclose()
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def _where(url: str) -> str:

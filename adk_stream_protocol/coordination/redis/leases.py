@@ -3,7 +3,16 @@
 Only the holder's token renews or deletes the key (Lua compare-and-act), so a holder whose
 lease lapsed never touches the next holder's. A waiter sleeps until the chat's ``freed``
 signal or until the key's TTL runs out (a holder that died sends no signal), never on a
-fixed poll. Leases are not queued: when a chat is freed, whoever tries first gets it.
+fixed poll. Leases are not queued: when a chat is freed, whoever tries first gets it. A
+waiter whose pub/sub connection broke and came back tries again at once, since a ``freed``
+signal may have been lost meanwhile.
+
+Each take counts the chat's generation, and each release records the generation it ends.
+A take that finds the last generation unreleased follows a holder that lapsed (crashed or
+stalled): the lease says ``unclean``, and the new holder fences the old one off in the
+chat's session before it writes (docs/adr/0034). Generation 1 counts as clean: a chat's
+first take, or the first after the keys expired or Redis lost its data, which cannot be told
+apart.
 """
 
 from __future__ import annotations
@@ -28,13 +37,20 @@ from adk_stream_protocol.foundation.outages import REDIS, Outages
 logger = logging.getLogger(__name__)
 
 # Takes the lease if it is free, or finds it already ours: a command sent again after its
-# connection broke (the pool's retry) may have run the first time. Returns {taken, pttl}.
+# connection broke (the pool's retry) may have run the first time. On a take, counts the
+# chat's generation. Returns {taken, pttl, generation, last released generation (0: none)};
+# a holder's generation cannot move, since only a take moves it.
 _TAKE = """
 local taken = redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
-if taken or redis.call('get', KEYS[1]) == ARGV[1] then
-    return {1, redis.call('pttl', KEYS[1])}
+if taken then
+    redis.call('incr', KEYS[2])
+    redis.call('pexpire', KEYS[2], ARGV[3])
+elseif redis.call('get', KEYS[1]) ~= ARGV[1] then
+    return {0, redis.call('pttl', KEYS[1]), 0, 0}
 end
-return {0, redis.call('pttl', KEYS[1])}
+local gen = tonumber(redis.call('get', KEYS[2]) or '0')
+local clean = tonumber(redis.call('get', KEYS[3]) or '0')
+return {1, redis.call('pttl', KEYS[1]), gen, clean}
 """
 # Extends the lease only while it still holds our token.
 _RENEW = """
@@ -43,25 +59,40 @@ if redis.call('get', KEYS[1]) == ARGV[1] then
 end
 return 0
 """
-# Deletes the lease only while it holds our token, and tells waiters it is free.
+# Deletes the lease only while it holds our token, records our generation as released,
+# and tells waiters it is free.
 _RELEASE = """
 if redis.call('get', KEYS[1]) == ARGV[1] then
     redis.call('del', KEYS[1])
+    redis.call('set', KEYS[2], ARGV[4], 'PX', ARGV[5])
     redis.call('publish', ARGV[2], ARGV[3])
     return 1
 end
 return 0
 """
+# How long a chat's generation and its last release are kept after its last take or release.
+# A chat idle for longer starts again at generation 1, read as clean.
+GENERATION_TTL_MS = 7 * 24 * 3600 * 1000
 
 
 class RedisLease:
     """A lease key holding ``token``, renewed every third of its TTL until released."""
 
     def __init__(
-        self, leases: RedisChatLeases, chat: ChatKey, token: str, *, taken_at: float
+        self,
+        leases: RedisChatLeases,
+        chat: ChatKey,
+        token: str,
+        *,
+        taken_at: float,
+        generation: int = 0,
+        released: int = 0,
     ) -> None:
         self.token = token
         self.lost = asyncio.Event()
+        self.generation = generation
+        # The generation before ours was never released (generation 1 counts as clean).
+        self.unclean = generation > 1 and released != generation - 1
         self._leases = leases
         self._chat = chat
         self._releasing: asyncio.Task[None] | None = None
@@ -80,7 +111,9 @@ class RedisLease:
         if self._releasing is None:
             self.heartbeat.cancel()
             self._leases.forget(self)
-            self._releasing = self._leases.spawn(self._leases.delete(self._chat, self.token))
+            self._releasing = self._leases.spawn(
+                self._leases.delete(self._chat, self.token, self.generation)
+            )
         # Shielded: a caller cancelled meanwhile must not leave the chat held for a TTL.
         await asyncio.shield(self._releasing)
 
@@ -145,8 +178,12 @@ class RedisChatLeases:
         async def on_freed(_: dict[str, Any]) -> None:
             freed.set()
 
+        async def on_reconnect() -> None:  # a freed signal may have been lost: try again
+            freed.set()
+
         channel = self.keys.signal("freed", chat)
         self._signals.add(channel, on_freed)  # before the first try: no signal is missed
+        self._signals.on_reconnect(on_reconnect)
         try:
             while True:
                 freed.clear()
@@ -163,6 +200,7 @@ class RedisChatLeases:
                     await asyncio.wait_for(freed.wait(), bound)
         finally:
             self._signals.discard(channel, on_freed)
+            self._signals.discard_reconnect(on_reconnect)
 
     async def try_acquire(self, chat: ChatKey) -> RedisLease | None:
         lease, _ = await self._take(chat)
@@ -191,12 +229,14 @@ class RedisChatLeases:
     def forget(self, lease: RedisLease) -> None:
         self._held.discard(lease)
 
-    async def delete(self, chat: ChatKey, token: str) -> None:
+    async def delete(self, chat: ChatKey, token: str, generation: int) -> None:
         """Release: the key goes if it is still ours, and waiters everywhere hear it."""
         channel = self.keys.signal("freed", chat)
+        message = self._signals.message({})
         try:
             deleted = await self._release(
-                keys=[self.keys.lease(chat)], args=[token, channel, self._signals.message({})]
+                keys=[self.keys.lease(chat), self.keys.clean(chat)],
+                args=[token, channel, message, generation, GENERATION_TTL_MS],
             )
         except Exception as exc:
             self.outages.down(REDIS, exc, f"releasing the lease of chat={chat[1]} (it lapses)")
@@ -209,8 +249,11 @@ class RedisChatLeases:
         key = self.keys.lease(chat)
         token = uuid.uuid4().hex
         sent_at = asyncio.get_running_loop().time()
+        keys = [key, self.keys.generation(chat), self.keys.clean(chat)]
         try:
-            taken, ttl_ms = await self._take_script(keys=[key], args=[token, self.ttl_ms])
+            taken, ttl_ms, generation, released = await self._take_script(
+                keys=keys, args=[token, self.ttl_ms, GENERATION_TTL_MS]
+            )
         except BaseException:
             # The SET may have run: never leave a lease nobody renews or releases.
             self.spawn(self._forsake(key, token))
@@ -221,7 +264,15 @@ class RedisChatLeases:
         self.outages.up(REDIS)
         if not taken:
             return None, int(ttl_ms)
-        lease = RedisLease(self, chat, token, taken_at=sent_at)
+        lease = RedisLease(
+            self, chat, token, taken_at=sent_at, generation=int(generation), released=int(released)
+        )
+        if lease.unclean:
+            logger.info(
+                "chat=%s taken over from a holder that did not release it (generation %s)",
+                chat[1],
+                generation,
+            )
         self._held.add(lease)
         return lease, int(ttl_ms)
 

@@ -14,11 +14,15 @@ a key that is not a chat's.
 
 Signals (a lease freed, a stop, an answer to a waiting call) go over pub/sub: one connection
 per process, subscribed to ``{prefix}:signal:*``, and one reader task handing each message to
-this process's handlers of its channel. Pub/sub keeps nothing: a signal only reaches what
-already waits, and a process whose pub/sub connection is down misses it (redis-py reconnects
-and subscribes again on the next read). So a lease waiter also wakes when the holder's key
-lapses. A process applies its own signals at once and skips their echo (each message names
-its origin).
+this process's handlers of its channel. A process applies its own signals at once and skips
+their echo (each message names its origin).
+
+Pub/sub keeps nothing: a process whose pub/sub connection is down misses what is published
+meanwhile (redis-py reconnects and subscribes again). So each signal also leaves something
+in a key (docs/adr/0034): a stop a per-chat key, an answer a per-chat hash, a freed lease
+the lease key's absence. The reader sees a reconnect as a second confirmation of its
+subscription and then runs the reconnect hooks, which read those keys again: a stop
+subscription its stop key, a lease waiter its lease, the pending calls their answers.
 """
 
 from __future__ import annotations
@@ -57,6 +61,8 @@ return 0
 """
 
 Handler = Callable[[dict[str, Any]], Awaitable[None]]
+# Called after the pub/sub connection came back: reads again what may have been missed.
+ReconnectHook = Callable[[], Awaitable[None]]
 # One Redis, or a Redis Cluster (``ADK_STREAM_REDIS_CLUSTER``, docs/adr/0031).
 Client = redis.Redis | RedisCluster
 
@@ -106,6 +112,22 @@ class RedisKeys:
         """A fresh stream for one response of the chat."""
         return f"{self.prefix}:{self.chat(chat)}:log:{uuid.uuid4().hex}"
 
+    def stop(self, chat: ChatKey) -> str:
+        """The id of the chat's latest stop, for a short while (docs/adr/0034)."""
+        return f"{self.prefix}:{self.chat(chat)}:stop"
+
+    def answers(self, chat: ChatKey) -> str:
+        """The answers given to the chat's waiting calls, for a while (docs/adr/0034)."""
+        return f"{self.prefix}:{self.chat(chat)}:answers"
+
+    def generation(self, chat: ChatKey) -> str:
+        """How many times the chat's lease was taken (docs/adr/0034)."""
+        return f"{self.prefix}:{self.chat(chat)}:gen"
+
+    def clean(self, chat: ChatKey) -> str:
+        """The generation whose holder released the chat's lease last."""
+        return f"{self.prefix}:{self.chat(chat)}:clean"
+
     def signal(self, kind: str, chat: ChatKey) -> str:
         return f"{self.prefix}:signal:{kind}:{self.chat(chat)}"
 
@@ -129,7 +151,10 @@ class Signals:
         self._keys = keys
         self._pubsub = _pubsub(client)
         self._handlers: dict[str, set[Handler]] = {}
+        self._reconnect_hooks: set[ReconnectHook] = set()
+        self._hook_runs: set[asyncio.Task[None]] = set()
         self._reader: asyncio.Task[None] | None = None
+        self.subscriptions = 0  # confirmations of our subscription: more than one, reconnects
 
     async def start(self) -> None:
         await self._pubsub.psubscribe(self._keys.signal_pattern)
@@ -140,6 +165,9 @@ class Signals:
             self._reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reader
+        for run in list(self._hook_runs):
+            run.cancel()
+        await asyncio.gather(*self._hook_runs, return_exceptions=True)
         await self._pubsub.aclose()  # type: ignore[no-untyped-call, unused-ignore]
 
     def add(self, channel: str, handler: Handler) -> None:
@@ -151,6 +179,14 @@ class Signals:
             handlers.discard(handler)
             if not handlers:
                 del self._handlers[channel]
+
+    def on_reconnect(self, hook: ReconnectHook) -> None:
+        """Call ``hook`` each time the pub/sub connection is back after a break, once it
+        listens again: what was published meanwhile is lost, so the hook reads the state."""
+        self._reconnect_hooks.add(hook)
+
+    def discard_reconnect(self, hook: ReconnectHook) -> None:
+        self._reconnect_hooks.discard(hook)
 
     def message(self, data: dict[str, Any]) -> str:
         return json.dumps({**data, "origin": self.origin})
@@ -171,13 +207,23 @@ class Signals:
         while True:
             try:
                 message = await self._pubsub.get_message(
-                    ignore_subscribe_messages=True, timeout=None
+                    ignore_subscribe_messages=False, timeout=None
                 )
             except Exception as exc:  # redis-py reconnects and resubscribes on the next read
                 self.outages.down(REDIS, exc, "reading signals (reading again shortly)")
                 await asyncio.sleep(READER_RETRY_SECONDS)
                 continue
-            if message is None or message.get("type") != "pmessage":
+            if message is None:
+                continue
+            if message.get("type") == "psubscribe":
+                # The first confirms ``start``; any later one, a connection that broke and
+                # subscribed again (redis-py does it as it reconnects, retrying the read).
+                self.subscriptions += 1
+                if self.subscriptions > 1:
+                    self.outages.up(REDIS)
+                    self._reconnected()
+                continue
+            if message.get("type") != "pmessage":
                 continue
             try:
                 data = json.loads(message["data"])
@@ -187,3 +233,16 @@ class Signals:
                 continue
             channel = message["channel"]
             await self.deliver(channel.decode() if isinstance(channel, bytes) else channel, data)
+
+    def _reconnected(self) -> None:
+        logger.info("signals: pub/sub reconnected; reading the missed state again")
+        for hook in list(self._reconnect_hooks):
+            run = asyncio.create_task(self._run_hook(hook), name="redis-signals-reconnect")
+            self._hook_runs.add(run)
+            run.add_done_callback(self._hook_runs.discard)
+
+    async def _run_hook(self, hook: ReconnectHook) -> None:
+        try:
+            await hook()
+        except Exception as exc:
+            self.outages.down(REDIS, exc, "reading state again after a pub/sub reconnect")
