@@ -12,12 +12,11 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 import redis.asyncio as redis
 
 from adk_stream_protocol.coordination.base import ChatKey
@@ -37,36 +36,6 @@ BOUND = 5.0  # seconds: no passing test waits this long for anything
 DONE_EVENT = b"data: [DONE]\n\n"
 
 Connect = Callable[..., Awaitable[RedisCoordination]]
-
-
-@pytest_asyncio.fixture
-async def connect(redis_url: str, redis_prefix: str) -> AsyncIterator[Connect]:
-    """Opens a connection to the test's prefix (a "process"); all are closed at the end."""
-    opened: list[RedisCoordination] = []
-
-    async def open_one(lease_ttl: float = LEASE_TTL, url: str = redis_url) -> RedisCoordination:
-        connected = await connect_redis_coordination(
-            url, prefix=redis_prefix, lease_ttl_seconds=lease_ttl, log_ttl_seconds=LOG_TTL
-        )
-        opened.append(connected)
-        return connected
-
-    yield open_one
-    for connected in opened:
-        await connected.close()
-
-
-@pytest_asyncio.fixture
-async def store(redis_url: str) -> AsyncIterator[redis.Redis]:
-    """A plain client, to look at the keys (and break them)."""
-    client = redis.from_url(redis_url)
-    yield client
-    await client.aclose()
-
-
-@pytest.fixture
-def keys(redis_prefix: str) -> RedisKeys:
-    return RedisKeys(redis_prefix)
 
 
 async def within(seconds: float, work: Awaitable[Any]) -> Any:

@@ -9,16 +9,14 @@ surely published while nobody of that process listens.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-import pytest_asyncio
 import redis.asyncio as redis
 
 from adk_stream_protocol.coordination.redis.coordination import (
     RedisCoordination,
-    connect_redis_coordination,
 )
 from adk_stream_protocol.coordination.redis.leases import RedisLease
 from adk_stream_protocol.coordination.redis.signals import RedisKeys
@@ -26,41 +24,11 @@ from tests.coordination.test_coordination import Listener
 from tests.coordination.test_redis_coordination import (
     BOUND,
     CHAT,
-    LEASE_TTL,
-    LOG_TTL,
     Connect,
     within,
 )
 
 POLL = 0.01  # seconds, while a test waits for the reader to see its connection go or come
-
-
-@pytest_asyncio.fixture
-async def connect(redis_url: str, redis_prefix: str) -> AsyncIterator[Connect]:
-    opened: list[RedisCoordination] = []
-
-    async def open_one(lease_ttl: float = LEASE_TTL) -> RedisCoordination:
-        connected = await connect_redis_coordination(
-            redis_url, prefix=redis_prefix, lease_ttl_seconds=lease_ttl, log_ttl_seconds=LOG_TTL
-        )
-        opened.append(connected)
-        return connected
-
-    yield open_one
-    for connected in opened:
-        await connected.close()
-
-
-@pytest_asyncio.fixture
-async def store(redis_url: str) -> AsyncIterator[redis.Redis]:
-    client = redis.from_url(redis_url)
-    yield client
-    await client.aclose()
-
-
-@pytest.fixture
-def keys(redis_prefix: str) -> RedisKeys:
-    return RedisKeys(redis_prefix)
 
 
 async def cut_off(store: redis.Redis, process: RedisCoordination) -> Callable[[], None]:
