@@ -163,3 +163,20 @@ def test_a_live_socket_first_finishes_the_cut_payment(
             live.ws.close()
         assert answer.text() == "Hello again."
         assert len(crashed.payments()) == 1
+
+
+@pytest.mark.parametrize("crashed", ["before-start"], indirect=True)
+def test_a_resume_finishes_the_cut_payment_in_the_same_message(
+    crashed: Chat, workdir: Path, ledger: Path
+) -> None:
+    with server(workdir, ledger) as second:
+        resumed = stream_result(second.http.get(f"/stream/{crashed.id}/stream"))
+        assert resumed.status == 200, resumed.body
+        assert resumed.of_type("start")[0]["messageId"] == crashed.messages[-1]["id"]
+        (result,) = tool_outcomes(resumed)
+        assert result["type"] == "tool-output-available"
+        assert resumed.text() == "Paid Bob."
+        assert len(crashed.payments()) == 1
+        # Nothing is cut any more: the next resume has nothing to give.
+        assert second.http.get(f"/stream/{crashed.id}/stream").status_code == 204
+    assert len(crashed.payments()) == 1

@@ -25,13 +25,14 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from adk_stream_protocol.coordination.base import ChatKey
 from adk_stream_protocol.foundation.errors import RequestError
 from adk_stream_protocol.foundation.identity import current_user
-from adk_stream_protocol.foundation.limits import RequestLimits, run_bounded
+from adk_stream_protocol.foundation.limits import RequestLimits, ResponseSlots, run_bounded
 from adk_stream_protocol.foundation.outages import REDIS
 from adk_stream_protocol.foundation.settings import Settings
 from adk_stream_protocol.protocol.sse import KEEP_ALIVE_COMMENT, SSE_HEADERS
 from adk_stream_protocol.protocol.ui_messages import CHAT_ID_PATTERN, ChatRequest, parse_chat_body
 from adk_stream_protocol.turns.bridge import Bridge, bridge_of
 from adk_stream_protocol.turns.request_turns import RequestTurn, begin_request_turn
+from adk_stream_protocol.turns.resumed_turns import begin_resumed_turn
 
 logger = logging.getLogger(__name__)
 
@@ -186,11 +187,29 @@ async def resume_stream(
         return _refused(refusal)
     bridge.outages.up(REDIS)
     if events is None:
-        slots.release()
-        return Response(status_code=204)
+        return await _finish_cut_turn(bridge, chat, slots)
     logger.info("stream resumed chat=%s", chat_id)
     # A restart ends a follower with an `error` and [DONE]: resume again elsewhere.
     return _event_stream(_followed(bridge.drain.follow(events), slots.release), bridge.settings)
+
+
+async def _finish_cut_turn(bridge: Bridge, chat: ChatKey, slots: ResponseSlots) -> Response:
+    """No response runs: a turn a crash cut short is finished as this response (ADR 0032);
+    otherwise there is nothing to resume (204)."""
+    sink = QueueSink()
+    try:
+        turn = await begin_resumed_turn(bridge, chat, sink, on_end=slots.release)
+    except BaseException as exc:
+        slots.release()
+        refusal = bridge.outages.refusal(exc, f"resuming chat={chat[1]}")
+        if refusal is None:
+            raise
+        bridge.telemetry.refused("stream", refusal.status)
+        return _refused(refusal)
+    if turn is None:
+        slots.release()
+        return Response(status_code=204)
+    return _event_stream(sink.body(turn), bridge.settings)
 
 
 async def _followed(
