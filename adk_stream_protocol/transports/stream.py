@@ -195,17 +195,17 @@ async def resume_stream(
 
 async def _finish_cut_turn(bridge: Bridge, chat: ChatKey, slots: ResponseSlots) -> Response:
     """No response runs: a turn a crash cut short is finished as this response (ADR 0032);
-    otherwise there is nothing to resume (204)."""
+    otherwise there is nothing to resume (204). While the store cannot say, there is nothing
+    to resume either: a page resuming on mount shows no error, and the turn is finished by
+    the next request instead."""
     sink = QueueSink()
     try:
         turn = await begin_resumed_turn(bridge, chat, sink, on_end=slots.release)
     except BaseException as exc:
         slots.release()
-        refusal = bridge.outages.refusal(exc, f"resuming chat={chat[1]}")
-        if refusal is None:
+        if bridge.outages.refusal(exc, f"looking for a cut turn of chat={chat[1]}") is None:
             raise
-        bridge.telemetry.refused("stream", refusal.status)
-        return _refused(refusal)
+        return Response(status_code=204)
     if turn is None:
         slots.release()
         return Response(status_code=204)
