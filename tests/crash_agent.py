@@ -12,6 +12,10 @@ process kills itself (SIGKILL, as a crash or an OOM kill does: no clean-up runs)
 start, then waits a moment there: the test stops the process (SIGSTOP) at that point, as a
 stalled machine or a long GC pause would, and lets it go on later.
 
+``RESULT_READY`` names a file the tool writes after its work, then waits ``RESULT_WAIT``
+seconds (default 1) before it returns: the test stops the session store meanwhile, so the
+tool's result cannot be stored (tests/faults/test_kept_results.py).
+
 ``CRASH_LEDGER`` is a file the tool appends the call's id to when it does its work: the
 ground truth for "the payment ran once", whatever the session says.
 """
@@ -39,12 +43,15 @@ def _crash_at(point: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def pay(amount: float, to: str, tool_context: ToolContext) -> dict[str, Any]:
+async def pay(amount: float, to: str, tool_context: ToolContext) -> dict[str, Any]:
     """Sends money; needs the user's approval."""
     _crash_at("in-body")
     with open(os.environ["CRASH_LEDGER"], "a", encoding="utf-8") as ledger:
         ledger.write(f"{tool_context.function_call_id}\n")
     _crash_at("after-effect")
+    if ready := os.environ.get("RESULT_READY"):
+        await asyncio.to_thread(Path(ready).write_text, "paid", encoding="utf-8")
+        await asyncio.sleep(float(os.environ.get("RESULT_WAIT", "1")))
     return {"paid": amount, "to": to}
 
 

@@ -32,6 +32,16 @@ UNAVAILABLE_MESSAGE = "the chat service is unavailable right now; try again shor
 BUSY_MESSAGE = "the chat store is busy; try again shortly"
 # What an open response's `error` chunk says when a store went away under it.
 INTERRUPTED_MESSAGE = "the chat service became unavailable during this answer; send it again"
+# The same, when a tool had run and its result is kept to be saved (docs/adr/0035).
+RESULT_KEPT_MESSAGE = (
+    "the chat service became unavailable after a tool ran; its result will be saved when the "
+    "service is back. Send it again in a moment"
+)
+# A request to a chat whose kept results wait for the store (503 with Retry-After).
+RESULTS_WAITING_MESSAGE = (
+    "this chat's last tool results wait to be saved until the chat service is back; try again "
+    "shortly"
+)
 
 # SQLSTATEs that mean the server is away or refusing connections: the connection class (08),
 # admin/crash shutdown and "starting up" (57P01-57P03), too many connections (53300).

@@ -112,6 +112,10 @@ class Settings(BaseSettings):
     api_docs: bool = False
     # How long a request waits for an earlier request on the same chat to finish.
     chat_busy_timeout_seconds: float = 5.0
+    # A tool's result the session store could not take (it was down) is kept in the process
+    # and written when the store is back, for at most this long; meanwhile the chat's lease
+    # stays held and its requests get 503. After it the call is outcome unknown (ADR 0035).
+    result_retry_seconds: float = Field(default=300.0, ge=0)
     # On SIGTERM (a rolling restart): how long open responses may still run to their end
     # before the server ends them with an `error` and exits (docs/adr/0033). Meanwhile
     # `/health` answers 503 and new requests get 503 with Retry-After.

@@ -219,6 +219,8 @@ class ChatSessions:
 
 
 def _database_service(service: BaseSessionService) -> DatabaseSessionService | None:
+    # The app's service is ADK's own inside a wrapper (``result_outbox.ResultOutbox``).
+    service = getattr(service, "inner", service)
     try:
         from google.adk.sessions.database_session_service import DatabaseSessionService
     except ImportError:  # pragma: no cover - depends on the installed extras

@@ -35,6 +35,7 @@ from adk_stream_protocol.plugins.steering import SteeringPlugin
 from adk_stream_protocol.plugins.tool_starts import ToolStartPlugin
 from adk_stream_protocol.plugins.tool_ui import ToolUiPlugin
 from adk_stream_protocol.store.artifact_files import ChatArtifacts, create_artifact_service
+from adk_stream_protocol.store.result_outbox import ResultOutbox
 from adk_stream_protocol.store.sessions import ChatSessions, create_session_service
 from adk_stream_protocol.turns.drain import Drain
 from adk_stream_protocol.turns.response import UnloggedResponse
@@ -68,7 +69,13 @@ class Bridge:
         self.outages = outages or Outages()
         self.coordination = coordination
         self.telemetry = Telemetry(Metrics() if settings.metrics else None)
-        service = create_session_service(settings.session_store)
+        # A tool's result the store could not take is written when it is back (ADR 0035).
+        self.outbox = ResultOutbox(
+            create_session_service(settings.session_store),
+            self.outages,
+            retry_seconds=settings.result_retry_seconds,
+        )
+        service = self.outbox
         self.artifact_service = create_artifact_service(settings.artifact_store)
         # Tools send data parts to the response of their chat (docs/adr/0025).
         self.tool_ui = ToolUiPlugin()
@@ -168,6 +175,7 @@ class Bridge:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.outbox.close()
         await self.recorder.close()
         await self.runner.close()
         await self.live_runner.close()

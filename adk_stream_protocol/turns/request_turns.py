@@ -30,6 +30,9 @@ from adk_stream_protocol.coordination.base import ChatKey, ChatLease, StopSubscr
 from adk_stream_protocol.foundation.errors import ABORTED_CODE, RequestError
 from adk_stream_protocol.foundation.outages import (
     REDIS,
+    RESULT_KEPT_MESSAGE,
+    RESULTS_WAITING_MESSAGE,
+    RETRY_AFTER_SECONDS,
     SESSION_POOL,
     SESSION_STORE,
 )
@@ -42,6 +45,7 @@ from adk_stream_protocol.store.history import (
     RESPONSE_ID_KEY,
     USER_MESSAGE_ID_KEY,
 )
+from adk_stream_protocol.store.result_outbox import kept_in
 from adk_stream_protocol.turns.bridge import Bridge
 from adk_stream_protocol.turns.deferral import Deferral
 from adk_stream_protocol.turns.drain import END_WAIT_SECONDS, RESTART_TEXT, TOOL_WAIT_SECONDS
@@ -92,9 +96,11 @@ async def _begin(
     settings = bridge.settings
     chat: ChatKey = (user_id, request.id)
     recording = bridge.recorder.open(transport, request, ai_sdk=ai_sdk)
+    _refuse_while_results_wait(bridge, chat)
     try:
         lease = await bridge.coordination.leases.acquire(chat, settings.chat_busy_timeout_seconds)
     except TimeoutError:  # the builtin one: the chat stayed held (a Redis timeout is not one)
+        _refuse_while_results_wait(bridge, chat)
         raise RequestError(
             409, "this chat is still answering an earlier request; try again shortly"
         ) from None
@@ -119,6 +125,13 @@ async def _begin(
     )
     turn.begin()
     return turn
+
+
+def _refuse_while_results_wait(bridge: Bridge, chat: ChatKey) -> None:
+    """A chat whose turn holds its lease until kept results are saved: 503, since the store's
+    return ends it, not the busy 409 (docs/adr/0035)."""
+    if bridge.outbox.holds(chat):
+        raise RequestError(503, RESULTS_WAITING_MESSAGE, retry_after=RETRY_AFTER_SECONDS)
 
 
 async def _plan(bridge: Bridge, user_id: str, request: ChatRequest, lease: ChatLease) -> TurnPlan:
@@ -298,7 +311,13 @@ class RequestTurn:
                 self._events_done = True
             except Exception as exc:
                 where = f"the run of chat={self._chat[1]}"
-                await response.fail(exc, error_text=self._bridge.outages.interrupted(exc, where))
+                kept = kept_in(exc)
+                text = self._bridge.outages.interrupted(
+                    kept.__cause__ or kept if kept else exc, where
+                )
+                if kept is not None:  # the tool ran; its result waits for the store
+                    text = RESULT_KEPT_MESSAGE
+                await response.fail(exc, error_text=text)
             else:
                 if self._restarting:
                     await response.end_with_error(RESTART_TEXT)
@@ -311,6 +330,8 @@ class RequestTurn:
             lease_watch.cancel()
             self._observer.end()  # a no-op once the response ended
             await self._sink.close()  # a no-op once the response ended
+            # Nobody else may answer the calls while this process holds their results.
+            await self._bridge.outbox.settled(self._chat, self._lease.lost)
             await self._stop.close()
             await self._lease.release()
             self._bridge.drain.discard(self)

@@ -1,0 +1,284 @@
+"""A tool's result that the store could not take is kept, and written when the store is back
+(docs/adr/0035-kept-results.md).
+
+ADK stores a tool's result only after the body returns. If the session store goes away in
+between, the append fails, the run ends, and the result would live only in this process's
+memory: the chat's next holder would find a start without a result and record the call as
+*outcome unknown* (docs/adr/0032), although the tool did its work and we hold what it said.
+
+``ResultOutbox`` wraps the app's session service (both runners and ``ChatSessions`` use it)
+and delegates every method. When the append of a real tool result fails with an outage
+(``foundation.outages.outage_of``), it keeps a copy of the event in this process and raises
+``ResultKept``. A writer per chat then tries again with backoff (0.2 s doubling to 2 s) for
+at most ``retry_seconds``: it opens the session fresh and appends the same event (same id,
+invocation, content). Meanwhile the turn keeps the chat's lease (``settled``), so nobody else
+declares the call's outcome unknown; a retry of the request gets 503.
+
+A write is given up (one WARNING naming the chat and the call) when time runs out, when the
+chat was fenced after the event or its call was answered meanwhile (another holder took the
+chat), or when the store refuses the event for a reason that is no outage. The call is then
+left to the next holder, as outcome unknown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from google.adk.errors._stale_session_error import StaleSessionError
+from google.adk.events import Event
+from google.adk.sessions import BaseSessionService, Session
+from google.adk.sessions.base_session_service import GetSessionConfig, ListSessionsResponse
+
+from adk_stream_protocol.foundation.outages import SESSION_POOL, SESSION_STORE, Outages, outage_of
+from adk_stream_protocol.store.sessions import FENCE_KEY
+
+logger = logging.getLogger(__name__)
+
+FIRST_DELAY_SECONDS = 0.2
+MAX_DELAY_SECONDS = 2.0
+
+# (user id, session id): a chat, as the coordination names it.
+_Chat = tuple[str, str]
+
+
+class ResultKept(Exception):
+    """A tool's result could not be stored (the store is down): it is kept in this process and
+    written when the store is back. Raised from the outage, which stays its cause."""
+
+    def __init__(self, chat_id: str, call_ids: list[str]) -> None:
+        super().__init__(f"result of call {','.join(call_ids)} kept for chat={chat_id}")
+        self.chat_id = chat_id
+        self.call_ids = call_ids
+
+
+def kept_in(exc: BaseException) -> ResultKept | None:
+    """The ``ResultKept`` among the exception, its causes and contexts, if any."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, ResultKept):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def tool_result_ids(event: Event) -> list[str]:
+    """The ids of the real tool results the event carries: an agent's function responses,
+    not ADK's "needs approval" stand-ins (``requested_tool_confirmations``)."""
+    if event.author == "user" or event.partial or not event.content or not event.content.parts:
+        return []
+    placeholders = event.actions.requested_tool_confirmations if event.actions else {}
+    return [
+        part.function_response.id
+        for part in event.content.parts
+        if part.function_response is not None
+        and part.function_response.id
+        and part.function_response.id not in placeholders
+    ]
+
+
+@dataclass
+class _Kept:
+    app_name: str
+    chat: _Chat
+    event: Event
+    call_ids: list[str]
+    deadline: float  # on the monotonic clock
+
+
+@dataclass
+class _ChatOutbox:
+    kept: list[_Kept] = field(default_factory=list)
+    settled: asyncio.Event = field(default_factory=asyncio.Event)
+    abandoned: bool = False
+
+
+class ResultOutbox(BaseSessionService):
+    """The app's session service, with the results an outage kept from it written later."""
+
+    def __init__(
+        self, inner: BaseSessionService, outages: Outages, *, retry_seconds: float = 300.0
+    ) -> None:
+        self.inner = inner
+        self._outages = outages
+        self._retry_seconds = retry_seconds
+        self._chats: dict[_Chat, _ChatOutbox] = {}
+        self._writers: set[asyncio.Task[None]] = set()
+
+    # -- delegation ----------------------------------------------------------------------
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: dict[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        return await self.inner.create_session(
+            app_name=app_name, user_id=user_id, state=state, session_id=session_id
+        )
+
+    async def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        config: GetSessionConfig | None = None,
+    ) -> Session | None:
+        return await self.inner.get_session(
+            app_name=app_name, user_id=user_id, session_id=session_id, config=config
+        )
+
+    async def list_sessions(
+        self, *, app_name: str, user_id: str | None = None
+    ) -> ListSessionsResponse:
+        return await self.inner.list_sessions(app_name=app_name, user_id=user_id)
+
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        await self.inner.delete_session(app_name=app_name, user_id=user_id, session_id=session_id)
+
+    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        return await self.inner.get_user_state(app_name=app_name, user_id=user_id)
+
+    async def flush(self) -> None:
+        await self.inner.flush()
+
+    async def append_event(self, session: Session, event: Event) -> Event:
+        kept = event.model_copy(deep=True)  # as it was given, before the store trims it
+        try:
+            return await self.inner.append_event(session, event)
+        except Exception as exc:
+            call_ids = tool_result_ids(kept)
+            if not call_ids or outage_of(exc) is None:
+                raise
+            chat = (session.user_id, session.id)
+            self._keep(_Kept(session.app_name, chat, kept, call_ids, self._deadline()))
+            raise ResultKept(session.id, call_ids) from exc
+
+    # -- the outbox ----------------------------------------------------------------------
+    def holds(self, chat: _Chat) -> bool:
+        """Whether results of the chat wait here to be written."""
+        return chat in self._chats
+
+    async def settled(self, chat: _Chat, lost: asyncio.Event) -> None:
+        """Wait until the chat's kept results are written or given up. ``lost``: the chat's
+        lease lapsed, so another holder may answer the calls; the writes are given up."""
+        outbox = self._chats.get(chat)
+        if outbox is None:
+            return
+        done = asyncio.ensure_future(outbox.settled.wait())
+        lapsed = asyncio.ensure_future(lost.wait())
+        try:
+            await asyncio.wait({done, lapsed}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            done.cancel()
+            lapsed.cancel()
+        if not outbox.settled.is_set():
+            outbox.abandoned = True
+            logger.warning(
+                "chat lease lapsed while results waited to be saved chat=%s; giving them up",
+                chat[1],
+            )
+
+    async def close(self) -> None:
+        """Stop the writers (the process ends): what they still hold is given up."""
+        for task in list(self._writers):
+            task.cancel()
+        await asyncio.gather(*self._writers, return_exceptions=True)
+        for outbox in self._chats.values():
+            for kept in outbox.kept:
+                _give_up(kept, "the server stopped")
+        self._chats.clear()
+
+    def _deadline(self) -> float:
+        return time.monotonic() + self._retry_seconds
+
+    def _keep(self, kept: _Kept) -> None:
+        outbox = self._chats.get(kept.chat)
+        logger.info(
+            "result kept until the session store is back chat=%s call=%s",
+            kept.chat[1],
+            ",".join(kept.call_ids),
+        )
+        if outbox is not None:
+            outbox.kept.append(kept)
+            return
+        outbox = self._chats[kept.chat] = _ChatOutbox([kept])
+        task = asyncio.create_task(self._write(kept.chat, outbox), name=f"outbox:{kept.chat[1]}")
+        self._writers.add(task)
+        task.add_done_callback(self._writers.discard)
+
+    async def _write(self, chat: _Chat, outbox: _ChatOutbox) -> None:
+        """Write the chat's kept results in order, each until stored or given up."""
+        try:
+            while outbox.kept:
+                kept = outbox.kept[0]
+                if outbox.abandoned:
+                    _give_up(kept, "the chat's lease lapsed")
+                else:
+                    await self._write_one(kept, outbox)
+                outbox.kept.pop(0)
+        finally:
+            self._chats.pop(chat, None)
+            outbox.settled.set()
+
+    async def _write_one(self, kept: _Kept, outbox: _ChatOutbox) -> None:
+        delay = FIRST_DELAY_SECONDS
+        while True:
+            await asyncio.sleep(min(delay, max(0.0, kept.deadline - time.monotonic())))
+            if outbox.abandoned:
+                return _give_up(kept, "the chat's lease lapsed")
+            try:
+                reason = await self._append(kept)
+            except StaleSessionError:
+                continue  # written to between our read and our append: read it again
+            except Exception as exc:
+                store = outage_of(exc)
+                if store is None:
+                    return _give_up(kept, f"{type(exc).__name__}: {exc}")
+                self._outages.down(store, exc, f"saving a kept result of chat={kept.chat[1]}")
+                if time.monotonic() >= kept.deadline:
+                    return _give_up(kept, f"the store was not back in {self._retry_seconds:g} s")
+                delay = min(delay * 2, MAX_DELAY_SECONDS)
+                continue
+            self._outages.up(SESSION_STORE, SESSION_POOL)
+            if reason is not None:
+                return _give_up(kept, reason)
+            logger.info("kept result saved chat=%s call=%s", kept.chat[1], ",".join(kept.call_ids))
+            return None
+
+    async def _append(self, kept: _Kept) -> str | None:
+        """Append the kept event to the session read fresh; why not, if it must not be."""
+        user_id, session_id = kept.chat
+        session = await self.inner.get_session(
+            app_name=kept.app_name, user_id=user_id, session_id=session_id
+        )
+        if session is None:
+            return "the chat is gone"
+        answered = {call_id for stored in session.events for call_id in tool_result_ids(stored)}
+        if any(stored.id == kept.event.id for stored in session.events):
+            return None  # the failed append was stored after all
+        if answered & set(kept.call_ids):
+            return "the call was answered meanwhile"
+        if any(
+            FENCE_KEY in (stored.custom_metadata or {}) and stored.timestamp > kept.event.timestamp
+            for stored in session.events
+        ):
+            return "another holder took the chat"
+        await self.inner.append_event(session, kept.event.model_copy(deep=True))
+        return None
+
+
+def _give_up(kept: _Kept, reason: str) -> None:
+    logger.warning(
+        "kept result not saved (%s) chat=%s call=%s: the call is left as outcome unknown",
+        reason,
+        kept.chat[1],
+        ",".join(kept.call_ids),
+    )

@@ -1,0 +1,149 @@
+"""A tool's result that the store could not take is kept and saved when the store is back
+(docs/adr/0035-kept-results.md): a real server on a private PostgreSQL and Redis, whose
+PostgreSQL stops after an approved payment did its work and before its result was stored.
+
+The approval's response ends with an ``error`` and ``[DONE]``; the result is stored within
+seconds of PostgreSQL's return; the client's retry of the approval then shows the payment's
+real output and the model's answer, not outcome unknown; and the money moved once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from google.adk.events import Event
+
+from tests.faults.checks import OUTAGE_WARNING, LogWindow, assert_ends, errors_of
+from tests.faults.conftest import server_env
+from tests.faults.stores import PrivatePostgres, PrivateRedis
+from tests.support import LiveServer, run_server, sse_payloads, stream_result
+from tests.test_crashes import Chat, tool_outcomes
+
+APP_NAME = "crashes"  # tests/crash_agent.py
+USER = "local-user"
+DOWN_SECONDS = 2.0
+SAVED_WITHIN_SECONDS = 8.0
+
+
+@pytest.fixture(scope="module")
+def ledger(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("ledger") / "ledger.txt"
+
+
+@pytest.fixture(scope="module")
+def ready(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("ready") / "paid"
+
+
+@pytest.fixture(scope="module")
+def payments(
+    postgres: PrivatePostgres,
+    redis_store: PrivateRedis,
+    ledger: Path,
+    ready: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[LiveServer]:
+    env = {
+        **server_env(postgres, redis_store),
+        "ADK_STREAM_AGENT": "tests.crash_agent:app",
+        "CRASH_LEDGER": str(ledger),
+        "RESULT_READY": str(ready),
+        "RESULT_WAIT": "1",
+        "ADK_STREAM_RESULT_RETRY_SECONDS": "30",
+    }
+    with run_server(tmp_path_factory.mktemp("kept"), env) as live:
+        yield live
+
+
+def stored_events(postgres: PrivatePostgres, chat_id: str) -> list[Event]:
+    from google.adk.sessions.database_session_service import DatabaseSessionService
+
+    async def read() -> list[Event]:
+        service = DatabaseSessionService(postgres.url)
+        try:
+            session = await service.get_session(app_name=APP_NAME, user_id=USER, session_id=chat_id)
+            assert session is not None, f"no session for {chat_id}"
+            return list(session.events)
+        finally:
+            await service.db_engine.dispose()
+
+    return asyncio.run(read())
+
+
+def stored_results(postgres: PrivatePostgres, chat_id: str) -> list[dict[str, Any]]:
+    """The payment's stored results (not ADK's "needs approval" stand-in)."""
+    return [
+        dict(fr.response or {})
+        for event in stored_events(postgres, chat_id)
+        if event.author != "user"
+        for fr in event.get_function_responses()
+        if fr.name == "pay" and fr.id not in (event.actions.requested_tool_confirmations or {})
+    ]
+
+
+def test_a_result_the_store_missed_is_saved_when_it_is_back(
+    payments: LiveServer, postgres: PrivatePostgres, ledger: Path, ready: Path
+) -> None:
+    chat = Chat(ledger)
+    chat.say(payments, "Pay Bob 10")
+    window = LogWindow(payments)
+    answer: dict[str, httpx.Response] = {}
+
+    def approve() -> None:
+        answer["approval"] = payments.http.post("/stream", json=chat.approval(), timeout=30)
+
+    approving = threading.Thread(target=approve)
+    approving.start()
+    deadline = time.monotonic() + 15
+    while not ready.exists():
+        assert time.monotonic() < deadline, "the payment never ran"
+        time.sleep(0.02)
+    # The payment is done; its result is returned in about a second: stop the store first.
+    postgres.stop("fast")
+    stopped = time.monotonic()
+    approving.join(timeout=20)
+    response = answer["approval"]
+    assert response.status_code == 200, response.text[:300]
+    payloads = sse_payloads(response.text)
+    assert_ends(payloads)
+    (error,) = errors_of(payloads)
+    assert "result will be saved" in error["errorText"], error
+    # While the result waits for the store, the chat answers "try again", not busy or 500.
+    retry = payments.http.post("/stream", json=chat.approval())
+    assert retry.status_code == 503, retry.text[:300]
+    assert int(retry.headers["retry-after"]) >= 1
+
+    time.sleep(max(0.0, DOWN_SECONDS - (time.monotonic() - stopped)))
+    postgres.start()
+    back = time.monotonic()
+    while not (results := stored_results(postgres, chat.id)):
+        assert time.monotonic() - back < SAVED_WITHIN_SECONDS, window.text()[-4000:]
+        time.sleep(0.2)
+    assert results == [{"paid": 10, "to": "Bob"}]
+
+    deadline = time.monotonic() + 10
+    while (again := payments.http.post("/stream", json=chat.approval())).status_code == 503:
+        assert time.monotonic() < deadline, again.text[:300]
+        time.sleep(0.2)
+    finished = stream_result(again)
+    assert finished.status == 200, finished.body
+    (outcome,) = tool_outcomes(finished)
+    assert outcome["type"] == "tool-output-available", outcome
+    assert outcome["output"] == {"paid": 10, "to": "Bob"}
+    assert finished.text() == "Paid Bob."
+    assert len(chat.payments()) == 1
+
+    log = window.text()
+    assert "Traceback" not in log, log[-3000:]
+    assert not re.search(r"\bERROR\b", log), log[-3000:]
+    assert re.search(r"kept result saved chat=\S+ call=", log), log[-3000:]
+    warnings = [line for line in log.splitlines() if OUTAGE_WARNING.search(line)]
+    assert len(warnings) == 1, "\n".join(warnings)
