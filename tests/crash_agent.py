@@ -46,13 +46,17 @@ def _crash_at(point: str) -> None:
 async def pay(amount: float, to: str, tool_context: ToolContext) -> dict[str, Any]:
     """Sends money; needs the user's approval."""
     _crash_at("in-body")
-    with open(os.environ["CRASH_LEDGER"], "a", encoding="utf-8") as ledger:
-        ledger.write(f"{tool_context.function_call_id}\n")
+    await asyncio.to_thread(_record, tool_context.function_call_id or "")
     _crash_at("after-effect")
     if ready := os.environ.get("RESULT_READY"):
         await asyncio.to_thread(Path(ready).write_text, "paid", encoding="utf-8")
         await asyncio.sleep(float(os.environ.get("RESULT_WAIT", "1")))
     return {"paid": amount, "to": to}
+
+
+def _record(call_id: str) -> None:
+    with open(os.environ["CRASH_LEDGER"], "a", encoding="utf-8") as ledger:
+        ledger.write(f"{call_id}\n")
 
 
 class CrashPlugin(BasePlugin):
