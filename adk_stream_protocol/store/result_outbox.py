@@ -150,15 +150,22 @@ class ResultOutbox(BaseSessionService):
         await self.inner.flush()
 
     async def append_event(self, session: Session, event: Event) -> Event:
-        kept = event.model_copy(deep=True)  # as it was given, before the store trims it
         try:
             return await self.inner.append_event(session, event)
         except Exception as exc:
-            call_ids = tool_result_ids(kept)
+            call_ids = tool_result_ids(event)
             if not call_ids or outage_of(exc) is None:
                 raise
-            chat = (session.user_id, session.id)
-            self._keep(_Kept(session.app_name, chat, kept, call_ids, self._deadline()))
+            # A copy: ADK's run may still hold the event. The store trimmed its temp state
+            # already, as it would have before storing it.
+            kept = _Kept(
+                session.app_name,
+                (session.user_id, session.id),
+                event.model_copy(deep=True),
+                call_ids,
+                self._deadline(),
+            )
+            self._keep(kept)
             raise ResultKept(session.id, call_ids) from exc
 
     # -- the outbox ----------------------------------------------------------------------

@@ -330,13 +330,15 @@ class RequestTurn:
             lease_watch.cancel()
             self._observer.end()  # a no-op once the response ended
             await self._sink.close()  # a no-op once the response ended
-            # Nobody else may answer the calls while this process holds their results.
-            await self._bridge.outbox.settled(self._chat, self._lease.lost)
-            await self._stop.close()
-            await self._lease.release()
-            self._bridge.drain.discard(self)
-            self._ended.set()
-            self._on_end()
+            try:
+                # Nobody else may answer the calls while this process holds their results.
+                await self._bridge.outbox.settled(self._chat, self._lease.lost)
+            finally:
+                await self._stop.close()
+                await self._lease.release()
+                self._bridge.drain.discard(self)
+                self._ended.set()
+                self._on_end()
 
     async def _finish_cut_run(self, recovery: Recovery, response: Response | None) -> None:
         """Finish the turn's cut run: into ``response``, or unseen when it is None."""

@@ -34,7 +34,7 @@ class FlakyStore(InMemorySessionService):
         self._check()
         return await super().append_event(session, event)
 
-    async def get_session(self, **kwargs: Any) -> Session | None:  # type: ignore[override]
+    async def get_session(self, **kwargs: Any) -> Session | None:
         self._check()
         return await super().get_session(**kwargs)
 
