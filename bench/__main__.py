@@ -17,6 +17,7 @@ from bench import (
     hardening,
     observed,
     scaleout,
+    soak,
     startup,
 )
 from bench.core import ROOT, SIZES, Figure, Size, machine, raise_open_file_limit, table
@@ -32,6 +33,7 @@ BENCHMARKS = (
     "scaleout",
     "ai7socket",
     "observed",
+    "soak",
 )
 
 
@@ -62,6 +64,7 @@ def run(size: Size, only: tuple[str, ...] = BENCHMARKS) -> list[Figure]:
         with serve("ours", approvals.UNPACED) as ours:
             step("ai7socket", lambda: ai7socket.run(size, ours))
     step("observed", lambda: observed.run(size))
+    step("soak", lambda: soak.run(size))
     return figures
 
 
