@@ -101,14 +101,14 @@ def at_once(*calls: Callable[[], Any]) -> list[Any]:
         return list(pool.map(run, calls))
 
 
-def stored_events(postgres_url: str, chat_id: str) -> list[Event]:
+def stored_events(postgres_url: str, chat_id: str, app_name: str = APP_NAME) -> list[Event]:
     """The chat's events as the shared database holds them."""
     from google.adk.sessions.database_session_service import DatabaseSessionService
 
     async def read() -> list[Event]:
         service = DatabaseSessionService(postgres_url)
         try:
-            session = await service.get_session(app_name=APP_NAME, user_id=USER, session_id=chat_id)
+            session = await service.get_session(app_name=app_name, user_id=USER, session_id=chat_id)
             assert session is not None, f"no session for {chat_id}"
             return list(session.events)
         finally:

@@ -9,7 +9,6 @@ real output and the model's answer, not outcome unknown; and the money moved onc
 
 from __future__ import annotations
 
-import asyncio
 import re
 import threading
 import time
@@ -21,6 +20,7 @@ import httpx
 import pytest
 from google.adk.events import Event
 
+from tests import test_scale_out as scale_out
 from tests.faults.checks import OUTAGE_WARNING, LogWindow, assert_ends, errors_of
 from tests.faults.conftest import server_env
 from tests.faults.stores import PrivatePostgres, PrivateRedis
@@ -28,7 +28,6 @@ from tests.support import LiveServer, run_server, sse_payloads, stream_result
 from tests.test_crashes import Chat, tool_outcomes
 
 APP_NAME = "crashes"  # tests/crash_agent.py
-USER = "local-user"
 DOWN_SECONDS = 2.0
 SAVED_WITHIN_SECONDS = 8.0
 
@@ -64,18 +63,7 @@ def payments(
 
 
 def stored_events(postgres: PrivatePostgres, chat_id: str) -> list[Event]:
-    from google.adk.sessions.database_session_service import DatabaseSessionService
-
-    async def read() -> list[Event]:
-        service = DatabaseSessionService(postgres.url)
-        try:
-            session = await service.get_session(app_name=APP_NAME, user_id=USER, session_id=chat_id)
-            assert session is not None, f"no session for {chat_id}"
-            return list(session.events)
-        finally:
-            await service.db_engine.dispose()
-
-    return asyncio.run(read())
+    return scale_out.stored_events(postgres.url, chat_id, app_name=APP_NAME)
 
 
 def stored_results(postgres: PrivatePostgres, chat_id: str) -> list[dict[str, Any]]:
