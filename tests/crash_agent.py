@@ -46,7 +46,9 @@ def _crash_at(point: str) -> None:
 async def pay(amount: float, to: str, tool_context: ToolContext) -> dict[str, Any]:
     """Sends money; needs the user's approval."""
     _crash_at("in-body")
-    await asyncio.to_thread(_record, tool_context.function_call_id or "")
+    await asyncio.to_thread(
+        record_payment, os.environ["CRASH_LEDGER"], tool_context.function_call_id or ""
+    )
     _crash_at("after-effect")
     if ready := os.environ.get("RESULT_READY"):
         await asyncio.to_thread(Path(ready).write_text, "paid", encoding="utf-8")
@@ -54,9 +56,13 @@ async def pay(amount: float, to: str, tool_context: ToolContext) -> dict[str, An
     return {"paid": amount, "to": to}
 
 
-def _record(call_id: str) -> None:
-    with open(os.environ["CRASH_LEDGER"], "a", encoding="utf-8") as ledger:
-        ledger.write(f"{call_id}\n")
+def record_payment(ledger: str, call_id: str) -> None:
+    """One line per payment made, its call id: appended whole, whichever process writes."""
+    fd = os.open(ledger, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, f"{call_id}\n".encode())
+    finally:
+        os.close(fd)
 
 
 class CrashPlugin(BasePlugin):

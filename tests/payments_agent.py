@@ -19,6 +19,8 @@ from google.adk.models.llm_response import LlmResponse
 from google.adk.tools import FunctionTool, ToolContext
 from google.genai import types
 
+from tests.crash_agent import record_payment
+
 LEDGER_ENV = "PAYMENTS_LEDGER"
 MODEL_SECONDS = 0.3
 TOOL_SECONDS = 0.5
@@ -27,11 +29,7 @@ TOOL_SECONDS = 0.5
 async def pay(amount: float, tool_context: ToolContext) -> dict[str, object]:
     """Pays ``amount``; the ledger gets the call id, once per run."""
     await asyncio.sleep(TOOL_SECONDS)
-    fd = os.open(os.environ[LEDGER_ENV], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, f"{tool_context.function_call_id}\n".encode())
-    finally:
-        os.close(fd)
+    record_payment(os.environ[LEDGER_ENV], tool_context.function_call_id or "")
     return {"paid": amount}
 
 

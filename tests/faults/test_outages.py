@@ -55,15 +55,20 @@ def first_message(name: str) -> dict[str, object]:
     return chat_body(new_chat(name), user_message("hi", "u1"))
 
 
+def answered_chat(server: LiveServer, name: str) -> tuple[str, dict[str, object]]:
+    """A chat with one answer, and the body of its next message."""
+    chat = new_chat(name)
+    first = post_stream(server, chat_body(chat, user_message("hi", "u1")))
+    return chat, chat_body(
+        chat, user_message("hi", "u1"), assistant_message(first), user_message("again", "u2")
+    )
+
+
 def test_requests_while_postgres_is_stopped_get_503(
     server: LiveServer, postgres: PrivatePostgres
 ) -> None:
     http = server.http
-    chat = new_chat("follow-up")
-    first = post_stream(server, chat_body(chat, user_message("hi", "u1")))
-    follow_up = chat_body(
-        chat, user_message("hi", "u1"), assistant_message(first), user_message("again", "u2")
-    )
+    chat, follow_up = answered_chat(server, "follow-up")
     asked = new_chat("approval")
     ask = user_message("transfer 150", "u1")
     paused = post_stream(server, chat_body(asked, ask))
@@ -130,11 +135,7 @@ def test_requests_while_redis_is_down_get_503(
     server: LiveServer, redis_store: PrivateRedis
 ) -> None:
     http = server.http
-    chat = new_chat("redis")
-    first = post_stream(server, chat_body(chat, user_message("hi", "u1")))
-    follow_up = chat_body(
-        chat, user_message("hi", "u1"), assistant_message(first), user_message("again", "u2")
-    )
+    chat, follow_up = answered_chat(server, "redis")
     window = LogWindow(server)
     redis_store.kill()
     assert_unavailable(http.post("/stream", json=first_message("first")))
