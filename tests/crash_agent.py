@@ -9,8 +9,8 @@ process kills itself (SIGKILL, as a crash or an OOM kill does: no clean-up runs)
 - ``before-answer``: in the model call after the result was stored.
 
 ``STALL_READY`` names a file the plugin writes just before the server would record the tool's
-start, then waits a moment there: the test stops the process (SIGSTOP) at that point, as a
-stalled machine or a long GC pause would, and lets it go on later.
+start; the process then stops itself (SIGSTOP) at that point, as a stalled machine or a long
+GC pause would stop it, until the test lets it go on (SIGCONT).
 
 ``RESULT_READY`` names a file the tool writes after its work, then waits ``RESULT_WAIT``
 seconds (default 1) before it returns: the test stops the session store meanwhile, so the
@@ -75,8 +75,11 @@ class CrashPlugin(BasePlugin):
         if tool_context.tool_confirmation is not None:  # the approved run, not the ask
             _crash_at("before-start")
             if ready := os.environ.get("STALL_READY"):
+                # The process stops itself here, at a known point, as a stalled machine or a
+                # long GC pause would stop it; the test lets it go on (SIGCONT). No await
+                # after it: the lease check at the tool's start is the next thing that runs.
                 await asyncio.to_thread(Path(ready).write_text, "stalling", encoding="utf-8")
-                await asyncio.sleep(1)  # the test stops the process in here
+                os.kill(os.getpid(), signal.SIGSTOP)
         return None
 
     async def before_model_callback(

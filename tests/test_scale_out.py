@@ -512,4 +512,3 @@ def test_a_live_socket_whose_lease_lapsed_is_closed(
         assert "connect again" in closed.value.reason
     finally:
         socket.close()
-

@@ -44,7 +44,7 @@ def test_a_stalled_instance_does_not_start_a_tool_after_losing_its_chat(
             while not ready.exists():
                 assert time.monotonic() < deadline, "A never reached the tool"
                 time.sleep(0.01)
-            os.kill(a.process.pid, signal.SIGSTOP)
+            _wait_stopped(a.process.pid)  # A stops itself at the tool's start
             try:
                 time.sleep(3 * LEASE_TTL_SECONDS)  # A's lease lapses
                 retry = stream_result(b.http.post("/stream", json=chat.approval()))
@@ -58,3 +58,10 @@ def test_a_stalled_instance_does_not_start_a_tool_after_losing_its_chat(
         assert "tool not started: the run lost its chat" in a.log()
         # B took the chat from a lease that lapsed: it fenced A off first (docs/adr/0034).
         assert "fenced after an unclean takeover" in b.log()
+
+
+def _wait_stopped(pid: int) -> None:
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "T":
+        assert time.monotonic() < deadline, "A did not stop at the tool's start"
+        time.sleep(0.01)
