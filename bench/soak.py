@@ -14,10 +14,14 @@ database and key prefix, resumable streams on). The kinds take turns:
 
 The first tenth of the conversations is the warm-up. After it, and again after the rest, the
 servers are left idle until every ended response's chunk log has expired (the soak sets its TTL
-to ``LOG_TTL`` seconds) and then sampled: each instance's resident memory (``VmRSS``) and open
-file descriptors, the Redis keys under the run's prefix, and the PostgreSQL connections to the
-run's database. Each figure compares the end with that baseline, on the same processes: memory
-may grow less than 10 %, the others must be back to it. One run (a soak is one long run).
+to ``LOG_TTL`` seconds) and then sampled: each instance's resident memory (``VmRSS``), open
+file descriptors and connections to Redis, the Redis keys under the run's prefix, and the
+PostgreSQL connections to the run's database. Each figure compares the end with that baseline,
+on the same processes: memory may grow less than 10 %, the others must be back to it. The
+Redis connections are counted apart: redis-py's pools keep every connection they opened for
+the next burst (they close none when idle), so their number follows the highest load at once,
+bounded by ``REDIS_CONNECTIONS_LIMIT``, not the number of conversations. One run (a soak is
+one long run).
 """
 
 from __future__ import annotations
@@ -58,14 +62,20 @@ TEXT = b'"type":"text-delta"'
 DONE = b"data: [DONE]"
 RESUME_PROMPT = long_prompt(60, 10, 0.03)  # about 0.2 s of paced answer
 STOP_PROMPT = long_prompt(1000, 10, 0.05)  # 5 s: the stop comes long before its end
+# redis-py's pools keep the connections they opened, for the next burst; a conversation holds
+# at most two at once (a command, and a resumer's blocking read), plus the process's
+# subscriptions.
+REDIS_CONNECTIONS_LIMIT = 2 * CONCURRENCY + 4
 STOP_BOUND = 2.5  # seconds from the DELETE to the end of the stopped response, at most
 
 
 @dataclass(frozen=True)
 class Sample:
     rss_kib: tuple[int, int]  # instance A, B
-    fds: tuple[int, int]
-    redis_keys: int
+    fds: tuple[int, int]  # open file descriptors, but for connections to Redis
+    redis_connections: tuple[int, int]  # pooled: their number follows the load, not the run
+    redis_keys: int  # under the run's prefix, but those kept on purpose
+    redis_keys_kept_forever: int  # with no expiry
     pg_connections: int
 
 
@@ -160,16 +170,57 @@ def conversation(
 # -- sampling -----------------------------------------------------------------------------------
 
 
-def _fds(server: Server) -> int:
-    return len(os.listdir(f"/proc/{server.pid}/fd"))
+def _fds(server: Server, redis_port: int) -> tuple[int, int]:
+    """The process's open file descriptors: those that are not connections to Redis, and
+    those that are (TCP sockets whose peer is Redis' port)."""
+    to_redis = _sockets_to_port(server.pid, redis_port)
+    fds, redis = 0, 0
+    for fd in os.listdir(f"/proc/{server.pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{server.pid}/fd/{fd}")
+        except FileNotFoundError:
+            continue  # closed meanwhile
+        if target.startswith("socket:[") and target[8:-1] in to_redis:
+            redis += 1
+        else:
+            fds += 1
+    return fds, redis
 
 
-async def _redis_keys(url: str, prefix: str) -> int:
+def _sockets_to_port(pid: int, port: int) -> set[str]:
+    """The inodes of the TCP sockets, seen from ``pid``, whose remote port is ``port``."""
+    inodes: set[str] = set()
+    for table in ("tcp", "tcp6"):
+        with open(f"/proc/{pid}/net/{table}", encoding="ascii") as lines:
+            next(lines)  # the header
+            for line in lines:
+                fields = line.split()
+                if int(fields[2].rsplit(":", 1)[1], 16) == port:
+                    inodes.add(fields[9])
+    return inodes
+
+
+# Kept on purpose past the chunk logs' TTL, each with its own expiry, so not back to the
+# baseline at the end: per chat, the lease's generation and the last one released cleanly (a
+# week: the fence of docs/adr/0034 needs them), and a stop's id (a minute, for a subscriber
+# that reconnects).
+KEPT_ON_PURPOSE = (b":gen", b":clean", b":stop")
+
+
+async def _redis_keys(url: str, prefix: str) -> tuple[int, int]:
+    """Under the run's prefix: the keys but those kept on purpose, and the keys with no
+    expiry at all (a key nothing would ever remove)."""
     from redis.asyncio import Redis
 
     redis = Redis.from_url(url)
     try:
-        return sum([1 async for _ in redis.scan_iter(match=f"{prefix}*", count=1000)])
+        keys = [key async for key in redis.scan_iter(match=f"{prefix}*", count=1000)]
+        async with redis.pipeline(transaction=False) as pipe:
+            for key in keys:
+                pipe.ttl(key)
+            ttls = await pipe.execute()
+        others = sum(1 for key in keys if not key.endswith(KEPT_ON_PURPOSE))
+        return others, sum(1 for ttl in ttls if ttl == -1)
     finally:
         await redis.aclose()
 
@@ -191,12 +242,17 @@ async def _pg_connections(database: str) -> int:
 
 async def sample(servers: tuple[Server, Server], env: dict[str, str]) -> Sample:
     a, b = servers
+    redis_port = urlsplit(env["ADK_STREAM_REDIS_URL"]).port or 6379
+    (a_fds, a_redis), (b_fds, b_redis) = _fds(a, redis_port), _fds(b, redis_port)
+    keys, kept_forever = await _redis_keys(
+        env["ADK_STREAM_REDIS_URL"], env["ADK_STREAM_REDIS_KEY_PREFIX"]
+    )
     return Sample(
         rss_kib=(a.rss_kib(), b.rss_kib()),
-        fds=(_fds(a), _fds(b)),
-        redis_keys=await _redis_keys(
-            env["ADK_STREAM_REDIS_URL"], env["ADK_STREAM_REDIS_KEY_PREFIX"]
-        ),
+        fds=(a_fds, b_fds),
+        redis_connections=(a_redis, b_redis),
+        redis_keys=keys,
+        redis_keys_kept_forever=kept_forever,
         pg_connections=await _pg_connections(env["ADK_STREAM_SESSION_STORE"]),
     )
 
@@ -319,23 +375,43 @@ def run(size: Size) -> list[Figure]:
     for i, name in enumerate("AB"):
         rss = Figure(bench, f"instance {name}: RSS after the run", "MiB", "lower", base, goal=1.10)
         rss.add(soak.end.rss_kib[i] / 1024, soak.baseline.rss_kib[i] / 1024)
-        fds = Figure(bench, f"instance {name}: open file descriptors", "", "lower", base, margin=0)
+        fds = Figure(
+            bench,
+            f"instance {name}: open file descriptors, but for Redis connections",
+            "",
+            "lower",
+            base,
+            margin=0,
+        )
         fds.add(soak.end.fds[i], soak.baseline.fds[i])
+        redis = Figure(
+            bench,
+            f"instance {name}: connections to Redis",
+            "",
+            "lower",
+            base,
+            limit=REDIS_CONNECTIONS_LIMIT,
+            note="pooled and kept: bounded by the load at once, not by the conversations",
+        )
+        redis.add(soak.end.redis_connections[i], soak.baseline.redis_connections[i])
         peak = Figure(bench, f"instance {name}: highest RSS during the run", "MiB", "lower", base)
         peak.add(soak.peak_rss_kib[i] / 1024, soak.baseline.rss_kib[i] / 1024)
-        figures += [rss, peak, fds]
+        figures += [rss, peak, fds, redis]
     keys = Figure(
         bench,
-        "Redis keys under the run's prefix",
+        "Redis keys under the run's prefix, but those kept on purpose",
         "",
         "lower",
         base,
         margin=0,
-        note=f"after the chunk logs' TTL ({LOG_TTL:g} s)",
+        note=f"after the chunk logs' TTL ({LOG_TTL:g} s); fence records and stop ids expire "
+        "on their own",
     )
     keys.add(soak.end.redis_keys, soak.baseline.redis_keys)
+    forever = Figure(bench, "Redis keys with no expiry", "", "lower", base, limit=0)
+    forever.add(soak.end.redis_keys_kept_forever, soak.baseline.redis_keys_kept_forever)
     connections = Figure(
         bench, "PostgreSQL connections to the run's database", "", "lower", base, margin=0
     )
     connections.add(soak.end.pg_connections, soak.baseline.pg_connections)
-    return [*figures, keys, connections]
+    return [*figures, keys, forever, connections]
