@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from contextlib import aclosing, suppress
+from contextlib import aclosing
 
 from fastapi import APIRouter, WebSocket
 from fastapi.responses import PlainTextResponse
@@ -31,12 +31,13 @@ from adk_stream_protocol.foundation.outages import REDIS
 from adk_stream_protocol.foundation.security import origin_allowed
 from adk_stream_protocol.protocol.ui_messages import CHAT_ID_PATTERN
 from adk_stream_protocol.transports.chat_sockets import ChatSocket
-from adk_stream_protocol.transports.live_connections import (
+from adk_stream_protocol.transports.live_connections import LiveConnection
+from adk_stream_protocol.transports.live_frames import (
     CLOSE_BAD_REQUEST,
     CLOSE_CHAT_BUSY,
     CLOSE_TRY_AGAIN_LATER,
-    LiveConnection,
 )
+from adk_stream_protocol.transports.live_restarts import LiveRestart
 from adk_stream_protocol.turns.bridge import Bridge, bridge_of
 
 logger = logging.getLogger(__name__)
@@ -96,8 +97,11 @@ async def live(websocket: WebSocket) -> None:
     bridge.outages.up(REDIS)
     if resume and not followed:
         await websocket.send_text(json.dumps({"type": "no-active"}))
-    connection = LiveConnection(bridge, websocket, user_id=user_id, chat_id=chat_id, lease=lease)
-    restart = _RestartClose(websocket)
+    # A restart waits for the socket's open answer, then closes it (docs/adr/0033).
+    restart = LiveRestart(bridge.drain, websocket)
+    connection = LiveConnection(
+        bridge, websocket, user_id=user_id, chat_id=chat_id, lease=lease, restart=restart
+    )
     bridge.drain.add(restart)
     try:
         await connection.serve()
@@ -135,21 +139,6 @@ async def _fence(bridge: Bridge, chat: ChatKey, lease: ChatLease) -> None:
     except BaseException:
         await lease.release()
         raise
-
-
-class _RestartClose:
-    """A restart closes the socket with 1012 (Service Restart) once the grace is over; the
-    client connects again, to another instance (docs/adr/0033)."""
-
-    order = 2
-    busy = False
-
-    def __init__(self, websocket: WebSocket) -> None:
-        self._ws = websocket
-
-    async def end_for_restart(self) -> None:
-        with suppress(RuntimeError):  # already closed
-            await self._ws.close(1012, "the server is restarting; connect again")
 
 
 async def _deny(

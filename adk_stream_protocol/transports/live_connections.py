@@ -34,16 +34,20 @@ from adk_stream_protocol.protocol.tool_calls import ABANDONED_RESULT, DISCONNECT
 from adk_stream_protocol.protocol.ui_messages import ChatRequest
 from adk_stream_protocol.transports.chat_socket_frames import CLIENT_FRAME_TYPES
 from adk_stream_protocol.transports.live_frames import (
+    CLOSE_BAD_REQUEST,
+    CLOSE_INTERNAL,
+    CLOSE_TOO_BIG,
+    CLOSE_TRY_AGAIN_LATER,
     AudioChunkFrame,
     AudioControlFrame,
     InterruptFrame,
     PingFrame,
-    SocketSink,
     ToolResultFrame,
     parse_frame,
     read_frame,
     receive,
 )
+from adk_stream_protocol.transports.live_restarts import AnswerSink, LiveRestart
 from adk_stream_protocol.turns.bridge import Bridge
 from adk_stream_protocol.turns.live_runs import LiveRun
 from adk_stream_protocol.turns.live_turns import LiveTurn
@@ -56,13 +60,6 @@ logger = logging.getLogger(__name__)
 # work is waited for.
 DETACHED_RESPONSE_SECONDS = 120.0
 
-# Close codes (4000-4999 are the application's own).
-CLOSE_BAD_REQUEST = 4400
-CLOSE_CHAT_BUSY = 4409
-CLOSE_TOO_BIG = 1009
-CLOSE_INTERNAL = 1011
-CLOSE_TRY_AGAIN_LATER = 1013  # a store is unavailable: reconnect after a pause
-
 
 class LiveConnection:
     def __init__(
@@ -73,6 +70,7 @@ class LiveConnection:
         user_id: str,
         chat_id: str,
         lease: ChatLease,
+        restart: LiveRestart,
     ) -> None:
         self._bridge = bridge
         self._settings = bridge.settings
@@ -88,7 +86,7 @@ class LiveConnection:
         self._turn: LiveTurn | None = None
         # The last user message: the same message sent again is refused, not answered twice.
         self._last_user_message_id: str | None = None
-        self._sink = SocketSink(self._send_text)
+        self._restart = restart  # what a rolling restart sees: busy while answering
         self._send_lock = asyncio.Lock()
         # Whether this socket holds one of the process's response slots (an open response).
         self._holds_slot = False
@@ -226,6 +224,7 @@ class LiveConnection:
             await self._control_error("a response is still streaming; send after its [DONE]")
             return
         slots = self._bridge.response_slots
+        sink = self._restart.answer(self._send_text)  # a restart waits for its [DONE]
         try:
             # No response is open, so this socket holds no slot: take one for this response.
             if not slots.try_acquire():
@@ -233,15 +232,18 @@ class LiveConnection:
             self._holds_slot = True
             request = await self._parse_request(frame, size)
             if request.last_message.role == "assistant":
-                await self._continue(request)
+                await self._continue(request, sink)  # the open turn's answers: served
             else:
-                await self._new_turn(request)
+                self._bridge.drain.refuse_if_draining()  # no new turn while restarting
+                await self._new_turn(request, sink)
         except RequestError as exc:
             logger.info("live request refused chat=%s reason=%s", self.chat_id, exc.message)
             self._bridge.telemetry.refused("live", exc.status)
             await self._send_text(format_event(ErrorChunk(error_text=exc.message)))
             await self._send_text(DONE)
+            await self._restart.close_if_draining()  # connect again, to another instance
         finally:
+            sink.end_unless_opened()  # refused: no response will end the answer
             if self._turn is None or self._turn.response is None:  # refused, or already ended
                 self._release_slot()
 
@@ -254,7 +256,7 @@ class LiveConnection:
             raise RequestError(422, "regenerate is not available on /live; use POST /stream")
         return request
 
-    async def _new_turn(self, request: ChatRequest) -> None:
+    async def _new_turn(self, request: ChatRequest, sink: AnswerSink) -> None:
         last = request.last_message
         if last.id == self._last_user_message_id or request.message_id is not None:
             raise RequestError(409, f"message {last.id!r} was already sent on this connection")
@@ -272,7 +274,7 @@ class LiveConnection:
         turn = self._turn = self._new_turn_state()
         await turn.open_response(
             new_message_id(),
-            self._sink,
+            sink,
             await self._open_log(),
             on_end=self._release_slot,
             recording=self._bridge.recorder.open("live", request),
@@ -284,7 +286,7 @@ class LiveConnection:
             self._run.send_content(content)
         logger.info("live turn chat=%s voice=%s", self.chat_id, content is None)
 
-    async def _continue(self, request: ChatRequest) -> None:
+    async def _continue(self, request: ChatRequest, sink: AnswerSink) -> None:
         """Approvals and browser results for the assistant message sent last."""
         last = request.last_message
         # With no turn yet, nothing is pending: any answer is refused.
@@ -292,7 +294,7 @@ class LiveConnection:
         answers = await turn.plan_continuation(last)
         await turn.open_response(
             last.id,
-            self._sink,
+            sink,
             await self._open_log(),
             on_end=self._release_slot,
             continuation=True,

@@ -1,4 +1,5 @@
-"""The frames a ``/live`` client sends (docs/live-protocol.md), one typed model each.
+"""The frames a ``/live`` client sends (docs/live-protocol.md), one typed model each, and the
+codes the server closes a socket with.
 
 A frame is read as untrusted JSON under the same limits as a ``POST /stream`` body, then
 validated strictly by its ``type``. Anything malformed becomes a ``RequestError`` whose message
@@ -18,6 +19,14 @@ from adk_stream_protocol.foundation.errors import RequestError
 from adk_stream_protocol.foundation.limits import RequestLimits, read_json
 from adk_stream_protocol.protocol.chunks import UnknownJson
 from adk_stream_protocol.protocol.ui_messages import ChatRequest, parse_chat_request
+
+# Close codes (4000-4999 are the application's own).
+CLOSE_BAD_REQUEST = 4400
+CLOSE_CHAT_BUSY = 4409
+CLOSE_TOO_BIG = 1009
+CLOSE_INTERNAL = 1011
+CLOSE_RESTART = 1012  # Service Restart: connect again, to another instance (docs/adr/0033)
+CLOSE_TRY_AGAIN_LATER = 1013  # a store is unavailable: reconnect after a pause
 
 # Keys of the envelope around a `message` frame's chat request, accepted and ignored.
 _ENVELOPE_KEYS = frozenset({"type", "version", "timestamp"})

@@ -6,7 +6,9 @@ When the server is told to stop (``server/draining.py``), ``Drain.run``:
 
 1. marks the server draining: ``/health`` answers 503 and new work is refused with 503 and
    ``Retry-After`` (``refuse_if_draining``), so a load balancer sends it elsewhere;
-2. waits, up to the grace, until nothing that registered is busy (responses finish);
+2. waits, up to the grace, until nothing that registered is busy (responses finish). It waits
+   on an event, not a clock: an item is busy until it leaves (``discard``) or says it is no
+   longer busy (``changed``);
 3. ends what is left, producers before followers before sockets: a turn waits (bounded) for a
    tool that has started, then stops its run and ends its response with an ``error`` that says
    to send again, then ``finish`` and ``[DONE]``; its chunk log ends the same way, so a resume
@@ -36,7 +38,6 @@ RETRY_AFTER_SECONDS = 1
 TOOL_WAIT_SECONDS = 10.0
 # How long an ended item may take to wind down (its run's last writes, a socket's close).
 END_WAIT_SECONDS = 5.0
-_POLL_SECONDS = 0.1
 
 
 class Drainable(Protocol):
@@ -47,7 +48,8 @@ class Drainable(Protocol):
 
     @property
     def busy(self) -> bool:
-        """Still answering: the drain waits for it, up to the grace."""
+        """Still answering: the drain waits for it, up to the grace. An item that stops being
+        busy while it stays registered calls ``Drain.changed``."""
         ...
 
     async def end_for_restart(self) -> None: ...
@@ -57,12 +59,18 @@ class Drain:
     def __init__(self) -> None:
         self.draining = False
         self._items: set[Drainable] = set()
+        self._changed = asyncio.Event()  # set when an item left or stopped being busy
 
     def add(self, item: Drainable) -> None:
         self._items.add(item)
 
     def discard(self, item: Drainable) -> None:
         self._items.discard(item)
+        self._changed.set()
+
+    def changed(self) -> None:
+        """An item that stays registered is no longer busy: the drain looks again."""
+        self._changed.set()
 
     def refusal(self) -> RequestError:
         """What new work is told while the server drains: 503 with ``Retry-After``."""
@@ -78,11 +86,11 @@ class Drain:
         started = time.monotonic()
         busy = sum(1 for item in self._items if item.busy)
         logger.info("draining: %d responses open, grace %.0f s", busy, grace)
-        # Polled: a socket's `busy` changes with its responses, which signal nothing here.
-        while time.monotonic() - started < grace:
-            if not any(item.busy for item in self._items):
-                break
-            await asyncio.sleep(_POLL_SECONDS)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(grace):
+                while any(item.busy for item in self._items):
+                    self._changed.clear()
+                    await self._changed.wait()
         left = [item for item in self._items if item.busy]
         for order in (0, 1, 2):
             items = [item for item in self._items if item.order == order]

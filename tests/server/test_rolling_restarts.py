@@ -21,10 +21,12 @@ from typing import Any
 import httpx
 import pytest
 
-from adk_stream_protocol.turns.drain import RESTART_TEXT
+from adk_stream_protocol.turns.drain import REFUSAL_TEXT, RESTART_TEXT
 from tests.payments_agent import LEDGER_ENV, TOOL_SECONDS
 from tests.support import (
     LiveServer,
+    LiveSocket,
+    SocketClosed,
     answer_approvals,
     assistant_message,
     chat_body,
@@ -37,6 +39,8 @@ from tests.support import (
 )
 
 TOOLS = {"ADK_STREAM_AGENT": "tests.agents:root_agent", "ADK_STREAM_KEEP_ALIVE_SECONDS": "0.5"}
+# The same tools, and on /live a model that answers at a pace a test can act within.
+LIVE = {**TOOLS, "ADK_STREAM_AGENT": "tests.agents:slow_live_agent"}
 PAYMENTS = {"ADK_STREAM_AGENT": "tests.payments_agent:root_agent"}
 UVICORN = ["--timeout-graceful-shutdown", "45"]
 
@@ -119,6 +123,80 @@ def test_a_response_longer_than_the_grace_ends_with_an_error_and_its_tool_is_not
     assert [c["errorText"] for c in chunks if c["type"] == "error"] == [RESTART_TEXT], types
     assert types[-1] == "finish" and "abort" not in types, types
     assert list(ledger(payments).values()) == [1]
+
+
+# -- /live?chatId= sockets ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def live_instance(tmp_path: Path) -> Iterator[LiveServer]:
+    env = {**LIVE, "ADK_STREAM_SHUTDOWN_GRACE_SECONDS": "20"}
+    with run_server(tmp_path, env, uvicorn_args=UVICORN) as server:
+        yield server
+
+
+def message_frame(chat_id: str, *messages: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "message", "version": "1", **chat_body(chat_id, *messages)}
+
+
+def closed_socket(socket: LiveSocket) -> SocketClosed:
+    """How the server closes the socket (it must, and send nothing more before)."""
+    with pytest.raises(SocketClosed) as closed:
+        frame = socket.ws.recv(timeout=15)
+        raise AssertionError(f"a frame after the response: {frame}")
+    return closed.value
+
+
+def test_sigterm_lets_a_live_answer_finish_then_closes_its_socket(
+    live_instance: LiveServer,
+) -> None:
+    process = live_instance.process
+    assert process is not None
+    chat = new_chat("live-drain")
+    with LiveSocket(live_instance, chat) as socket:
+        socket.send(message_frame(chat, user_message("hello", "u1")))
+        first = socket.ws.recv(timeout=15)
+        assert first.startswith("data: ") and '"start"' in first, first
+        signalled = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        wait_for(lambda: live_instance.http.get("/health").status_code == 503, 5, "draining")
+        # The answer was in progress at the signal: it runs to its end, then the socket closes.
+        answer = socket.response()
+        closed = closed_socket(socket)
+    types = [c["type"] for c in answer.chunks]
+    assert "text-delta" in types and "error" not in types, types
+    assert answer.chunks[-1]["type"] == "finish", types
+    assert answer.chunks[-1].get("finishReason") == "stop", answer.chunks[-1]
+    assert closed.code == 1012 and "restarting" in closed.reason, closed
+    # Nothing else was open: the process exits once the answer ended, not after the grace.
+    process.wait(timeout=15)
+    assert time.monotonic() - signalled < 10
+
+
+def test_a_new_live_message_during_the_drain_is_refused_and_its_socket_closed(
+    live_instance: LiveServer,
+) -> None:
+    process = live_instance.process
+    assert process is not None
+    chat = new_chat("live-refused")
+    with LiveSocket(live_instance, chat) as socket:
+        socket.send({"type": "ping", "timestamp": 1})
+        assert socket.control() == {"type": "pong", "timestamp": 1}  # the socket holds the chat
+        # A /stream response keeps the server draining while the socket is idle.
+        body = chat_body(new_chat("busy"), user_message("slow 3", "u1"))
+        with streaming(live_instance, body) as reading:
+            assert reading.first_event()["type"] == "start"
+            process.send_signal(signal.SIGTERM)
+            wait_for(lambda: live_instance.http.get("/health").status_code == 503, 5, "draining")
+            refused = socket.message(user_message("hi", "u2"))
+            closed = closed_socket(socket)
+            rest = reading.rest()
+    assert [c["type"] for c in refused.chunks] == ["error"], refused.chunks
+    assert refused.chunks[0]["errorText"] == REFUSAL_TEXT
+    assert closed.code == 1012 and "restarting" in closed.reason, closed
+    # The response that was open when the drain began still ended as usual.
+    assert rest[-1] == "[DONE]" and "error" not in [c["type"] for c in chunks_of(rest)], rest
+    process.wait(timeout=15)
 
 
 # -- a rolling restart of two instances under load --------------------------------------------
