@@ -56,7 +56,8 @@ def delete_file(name: str, tool_context: ToolContext) -> dict[str, object]:
 
 class ToolCallingLlm(BaseLlm):
     """Calls the tool the user names ("slow 1.5", "explode", "transfer 50", "delete a.txt"),
-    then reports its result; "cite" gets an answer with Gemini-style grounding metadata."""
+    then reports its result; "cite" gets an answer with Gemini-style grounding metadata;
+    "think 1.5" gets a text answer after that many seconds (a store may stop meanwhile)."""
 
     model: str = "tool-calling-test"
 
@@ -74,6 +75,11 @@ class ToolCallingLlm(BaseLlm):
             yield LlmResponse(content=types.Content(role="model", parts=[types.Part(text=text)]))
             return
         words = "".join(p.text or "" for p in parts).split()
+        if words and words[0] == "think":
+            await asyncio.sleep(float(words[1]))
+            thought = types.Part(text="Thought it over.")
+            yield LlmResponse(content=types.Content(role="model", parts=[thought]))
+            return
         if words and words[0] == "cite":
             for response in grounded_answer(stream):
                 yield response

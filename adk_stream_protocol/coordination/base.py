@@ -49,6 +49,12 @@ class ChatLease(Protocol):
 
     async def release(self) -> None: ...
 
+    async def hold_for_results(self, ttl_seconds: float) -> None:
+        """From now on this holding only waits for the chat's kept tool results to be saved
+        (docs/adr/0035): ``results_waiting`` says so to every process, for at most
+        ``ttl_seconds`` and until the release. Best effort: a store that cannot take the mark
+        leaves others answering "busy"."""
+
 
 class ChatLeases(Protocol):
     async def acquire(self, chat: ChatKey, wait_seconds: float) -> ChatLease:
@@ -56,6 +62,10 @@ class ChatLeases(Protocol):
 
     async def try_acquire(self, chat: ChatKey) -> ChatLease | None:
         """The chat if it is free now, else None (no queueing behind others)."""
+
+    async def results_waiting(self, chat: ChatKey) -> bool:
+        """Whether the chat's current holder only waits for kept results to be saved
+        (``hold_for_results``): a request for it is told to try again, not that it is busy."""
 
 
 @dataclass(frozen=True)

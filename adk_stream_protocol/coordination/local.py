@@ -43,6 +43,10 @@ class _LocalLease:
             self._released = True
             self._leases._release(self._chat)
 
+    async def hold_for_results(self, ttl_seconds: float) -> None:
+        if not self._released:  # no TTL: in one process the release always comes
+            self._leases._results.add(self._chat)
+
 
 class LocalChatLeases:
     """One lock per chat, created on demand and dropped when nobody holds or waits for it."""
@@ -50,6 +54,7 @@ class LocalChatLeases:
     def __init__(self) -> None:
         self._locks: dict[ChatKey, asyncio.Lock] = {}
         self._users: dict[ChatKey, int] = {}
+        self._results: set[ChatKey] = set()  # held only for kept results (docs/adr/0035)
 
     async def acquire(self, chat: ChatKey, wait_seconds: float) -> _LocalLease:
         lock = self._locks.setdefault(chat, asyncio.Lock())
@@ -66,10 +71,14 @@ class LocalChatLeases:
             return None  # held, or about to be handed to a waiter
         return await self.acquire(chat, wait_seconds=1)
 
+    async def results_waiting(self, chat: ChatKey) -> bool:
+        return chat in self._results
+
     def held(self) -> int:
         return len(self._locks)
 
     def _release(self, chat: ChatKey) -> None:
+        self._results.discard(chat)
         self._locks[chat].release()
         self._forget(chat)
 

@@ -24,6 +24,7 @@ from adk_stream_protocol.foundation.security import (
     redact_query_strings_in_server_logs,
 )
 from adk_stream_protocol.foundation.settings import Settings
+from adk_stream_protocol.observability.adk_logs import AdkLogs, installed
 from adk_stream_protocol.server.agents import serve_agents
 from adk_stream_protocol.server.artifacts import router as artifacts_router
 from adk_stream_protocol.server.backends import check_extras, open_coordination
@@ -82,8 +83,10 @@ def create_app(
                 )
                 # SIGTERM drains before uvicorn shuts down (docs/adr/0033).
                 signals = ShutdownSignals.install(bridge.drain.run, settings.shutdown_grace_seconds)
+                # ADK's own ERROR of an outage we answer and report: at DEBUG (ADR 0030).
                 try:
-                    yield
+                    with installed(AdkLogs(fence_author=bridge.sessions.app_name)):
+                        yield
                 finally:
                     if signals is not None:
                         signals.remove(bridge.drain.run)

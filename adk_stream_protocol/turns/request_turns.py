@@ -96,14 +96,17 @@ async def _begin(
     settings = bridge.settings
     chat: ChatKey = (user_id, request.id)
     recording = bridge.recorder.open(transport, request, ai_sdk=ai_sdk)
-    _refuse_while_results_wait(bridge, chat)
-    try:
-        lease = await bridge.coordination.leases.acquire(chat, settings.chat_busy_timeout_seconds)
-    except TimeoutError:  # the builtin one: the chat stayed held (a Redis timeout is not one)
-        _refuse_while_results_wait(bridge, chat)
-        raise RequestError(
-            409, "this chat is still answering an earlier request; try again shortly"
-        ) from None
+    leases = bridge.coordination.leases
+    lease = await leases.try_acquire(chat)
+    if lease is None:  # held: by a turn, or by one whose kept results wait for the store
+        await _refuse_while_results_wait(bridge, chat)
+        try:
+            lease = await leases.acquire(chat, settings.chat_busy_timeout_seconds)
+        except TimeoutError:  # the builtin one: the chat stayed held (not a Redis timeout)
+            await _refuse_while_results_wait(bridge, chat)
+            raise RequestError(
+                409, "this chat is still answering an earlier request; try again shortly"
+            ) from None
     try:
         plan = await _plan(bridge, user_id, request, lease)
         stop = await bridge.coordination.stops.subscribe(chat)
@@ -127,10 +130,10 @@ async def _begin(
     return turn
 
 
-def _refuse_while_results_wait(bridge: Bridge, chat: ChatKey) -> None:
-    """A chat whose turn holds its lease until kept results are saved: 503, since the store's
-    return ends it, not the busy 409 (docs/adr/0035)."""
-    if bridge.outbox.holds(chat):
+async def _refuse_while_results_wait(bridge: Bridge, chat: ChatKey) -> None:
+    """A chat whose turn holds its lease until kept results are saved, here or in another
+    process: 503, since the store's return ends it, not the busy 409 (docs/adr/0035)."""
+    if bridge.outbox.holds(chat) or await bridge.coordination.leases.results_waiting(chat):
         raise RequestError(503, RESULTS_WAITING_MESSAGE, retry_after=RETRY_AFTER_SECONDS)
 
 
@@ -218,6 +221,7 @@ class RequestTurn:
         )
         self._restarting = False  # the server ends the run for a restart (docs/adr/0033)
         self._events_done = False  # the run's events all came: a restart cuts nothing
+        self._results_marked = False  # the lease says it waits for kept results (ADR 0035)
         self._ended = asyncio.Event()
 
     # A producer: the drain waits for it, and ends it before its followers.
@@ -317,6 +321,8 @@ class RequestTurn:
                 )
                 if kept is not None:  # the tool ran; its result waits for the store
                     text = RESULT_KEPT_MESSAGE
+                    # Before the client has its answer: its retry may reach another process.
+                    await self._hold_for_results()
                 await response.fail(exc, error_text=text)
             else:
                 if self._restarting:
@@ -332,6 +338,7 @@ class RequestTurn:
             await self._sink.close()  # a no-op once the response ended
             try:
                 # Nobody else may answer the calls while this process holds their results.
+                await self._hold_for_results()
                 await self._bridge.outbox.settled(self._chat, self._lease.lost)
             finally:
                 await self._stop.close()
@@ -339,6 +346,17 @@ class RequestTurn:
                 self._bridge.drain.discard(self)
                 self._ended.set()
                 self._on_end()
+
+    async def _hold_for_results(self) -> None:
+        """Tell every process that the chat's lease now waits for kept results (once)."""
+        if self._results_marked or not self._bridge.outbox.holds(self._chat):
+            return
+        self._results_marked = True
+        settings = self._bridge.settings
+        # Longer than the writes are tried; the release removes it first.
+        await self._lease.hold_for_results(
+            settings.result_retry_seconds + settings.lease_ttl_seconds
+        )
 
     async def _finish_cut_run(self, recovery: Recovery, response: Response | None) -> None:
         """Finish the turn's cut run: into ``response``, or unseen when it is None."""

@@ -139,6 +139,26 @@ async def test_try_acquire_returns_none_while_held(leases: ChatLeases) -> None:
 
 
 @pytest.mark.asyncio
+async def test_a_holder_waiting_for_kept_results_says_so_until_its_release(
+    leases: ChatLeases,
+) -> None:
+    """docs/adr/0035: a request for such a chat is told to try again, not that it is busy."""
+    lease = await leases.acquire(CHAT, LONG)
+    other = await leases.acquire(OTHER, LONG)
+    assert not await leases.results_waiting(CHAT)  # a turn that runs
+    await lease.hold_for_results(LONG)
+    assert await leases.results_waiting(CHAT)
+    assert not await leases.results_waiting(OTHER)
+    await lease.release()
+    assert not await leases.results_waiting(CHAT)
+    again = await leases.acquire(CHAT, TINY)  # the next holder runs a turn
+    assert not await leases.results_waiting(CHAT)
+    await again.release()
+    await other.hold_for_results(LONG)
+    await other.release()
+
+
+@pytest.mark.asyncio
 async def test_try_acquire_does_not_queue_behind_a_waiter() -> None:
     """In process, a released chat goes to its waiter first (Redis leases are not queued:
     whoever tries first after the release gets the chat)."""

@@ -190,6 +190,31 @@ async def test_a_holder_whose_key_is_gone_is_told_and_never_touches_the_next_one
     await successor.release()
 
 
+@pytest.mark.asyncio
+async def test_a_mark_of_kept_results_counts_only_while_its_holder_holds_the_chat(
+    connect: Connect, store: redis.Redis, keys: RedisKeys
+) -> None:
+    """Another process reads the mark; a holder that lapsed without its release leaves a mark
+    that names a token no longer held, which says nothing about the next holder."""
+    first, second = await connect(), await connect()
+    lease = await first.coordination.leases.acquire(CHAT, BOUND)
+    await lease.hold_for_results(60)
+    assert await second.coordination.leases.results_waiting(CHAT)
+    assert 0 < await store.pttl(keys.results(CHAT)) <= 60_000
+    await store.delete(keys.lease(CHAT))  # lapsed: a crash, or a stall past its TTL
+    successor = await second.coordination.leases.acquire(CHAT, BOUND)
+    assert not await first.coordination.leases.results_waiting(CHAT)
+    await within(BOUND, lease.lost.wait())
+    await lease.release()  # the lapsed holder's release touches neither key
+    assert await store.exists(keys.results(CHAT)) == 1
+    await successor.release()  # a release removes what is left of a mark
+    assert await store.exists(keys.results(CHAT)) == 0
+    again = await first.coordination.leases.acquire(CHAT, BOUND)
+    await again.hold_for_results(60)
+    await again.release()  # the release takes the mark with it
+    assert await store.exists(keys.results(CHAT)) == 0
+
+
 # -- stop signals --------------------------------------------------------------------------------
 
 

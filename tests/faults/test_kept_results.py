@@ -20,6 +20,7 @@ import httpx
 import pytest
 from google.adk.events import Event
 
+from adk_stream_protocol.foundation.outages import RESULTS_WAITING_MESSAGE
 from tests import test_scale_out as scale_out
 from tests.faults.checks import OUTAGE_WARNING, LogWindow, assert_ends, errors_of
 from tests.faults.conftest import server_env
@@ -42,6 +43,19 @@ def ready(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("ready") / "paid"
 
 
+def payments_env(
+    postgres: PrivatePostgres, redis_store: PrivateRedis, ledger: Path, ready: Path
+) -> dict[str, str]:
+    return {
+        **server_env(postgres, redis_store),
+        "ADK_STREAM_AGENT": "tests.crash_agent:app",
+        "CRASH_LEDGER": str(ledger),
+        "RESULT_READY": str(ready),
+        "RESULT_WAIT": "1",
+        "ADK_STREAM_RESULT_RETRY_SECONDS": "30",
+    }
+
+
 @pytest.fixture(scope="module")
 def payments(
     postgres: PrivatePostgres,
@@ -50,15 +64,22 @@ def payments(
     ready: Path,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[LiveServer]:
-    env = {
-        **server_env(postgres, redis_store),
-        "ADK_STREAM_AGENT": "tests.crash_agent:app",
-        "CRASH_LEDGER": str(ledger),
-        "RESULT_READY": str(ready),
-        "RESULT_WAIT": "1",
-        "ADK_STREAM_RESULT_RETRY_SECONDS": "30",
-    }
+    env = payments_env(postgres, redis_store, ledger, ready)
     with run_server(tmp_path_factory.mktemp("kept"), env) as live:
+        yield live
+
+
+@pytest.fixture(scope="module")
+def other_payments(
+    postgres: PrivatePostgres,
+    redis_store: PrivateRedis,
+    ledger: Path,
+    ready: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[LiveServer]:
+    """A second instance of the same app, on the same stores."""
+    env = payments_env(postgres, redis_store, ledger, ready)
+    with run_server(tmp_path_factory.mktemp("kept-other"), env) as live:
         yield live
 
 
@@ -77,16 +98,16 @@ def stored_results(postgres: PrivatePostgres, chat_id: str) -> list[dict[str, An
     ]
 
 
-def test_a_result_the_store_missed_is_saved_when_it_is_back(
-    payments: LiveServer, postgres: PrivatePostgres, ledger: Path, ready: Path
-) -> None:
-    chat = Chat(ledger)
-    chat.say(payments, "Pay Bob 10")
-    window = LogWindow(payments)
+def approve_while_postgres_stops(
+    server: LiveServer, chat: Chat, postgres: PrivatePostgres, ready: Path
+) -> tuple[httpx.Response, float]:
+    """The approval's response, the payment having run and PostgreSQL stopped before its
+    result was stored; and when PostgreSQL stopped."""
+    ready.unlink(missing_ok=True)
     answer: dict[str, httpx.Response] = {}
 
     def approve() -> None:
-        answer["approval"] = payments.http.post("/stream", json=chat.approval(), timeout=30)
+        answer["approval"] = server.http.post("/stream", json=chat.approval(), timeout=30)
 
     approving = threading.Thread(target=approve)
     approving.start()
@@ -98,7 +119,16 @@ def test_a_result_the_store_missed_is_saved_when_it_is_back(
     postgres.stop("fast")
     stopped = time.monotonic()
     approving.join(timeout=20)
-    response = answer["approval"]
+    return answer["approval"], stopped
+
+
+def test_a_result_the_store_missed_is_saved_when_it_is_back(
+    payments: LiveServer, postgres: PrivatePostgres, ledger: Path, ready: Path
+) -> None:
+    chat = Chat(ledger)
+    chat.say(payments, "Pay Bob 10")
+    window = LogWindow(payments)
+    response, stopped = approve_while_postgres_stops(payments, chat, postgres, ready)
     assert response.status_code == 200, response.text[:300]
     payloads = sse_payloads(response.text)
     assert_ends(payloads)
@@ -135,3 +165,52 @@ def test_a_result_the_store_missed_is_saved_when_it_is_back(
     assert re.search(r"kept result saved chat=\S+ call=", log), log[-3000:]
     warnings = [line for line in log.splitlines() if OUTAGE_WARNING.search(line)]
     assert len(warnings) == 1, "\n".join(warnings)
+
+
+def test_another_instance_also_answers_503_while_results_wait(
+    payments: LiveServer,
+    other_payments: LiveServer,
+    postgres: PrivatePostgres,
+    ledger: Path,
+    ready: Path,
+) -> None:
+    """The other instance sees only the chat's lease held; the holder's mark tells it that
+    the store's return ends the wait, so it answers 503 too, not the busy 409."""
+    chat = Chat(ledger)
+    chat.say(payments, "Pay Bob 10")
+    paid_before = len(chat.payments())
+    window, other_window = LogWindow(payments), LogWindow(other_payments)
+    response, stopped = approve_while_postgres_stops(payments, chat, postgres, ready)
+    assert response.status_code == 200, response.text[:300]
+    (error,) = errors_of(sse_payloads(response.text))
+    assert "result will be saved" in error["errorText"], error
+    for server in (other_payments, payments):
+        retry = server.http.post("/stream", json=chat.approval())
+        assert retry.status_code == 503, (server.base_url, retry.status_code, retry.text[:300])
+        assert int(retry.headers["retry-after"]) >= 1
+        assert retry.json()["detail"] == RESULTS_WAITING_MESSAGE
+
+    time.sleep(max(0.0, DOWN_SECONDS - (time.monotonic() - stopped)))
+    postgres.start()
+    back = time.monotonic()
+    while not stored_results(postgres, chat.id):
+        assert time.monotonic() - back < SAVED_WITHIN_SECONDS, window.text()[-4000:]
+        time.sleep(0.2)
+    # The holder lets the chat go once the result is saved: the other instance finishes it.
+    deadline = time.monotonic() + 10
+    while (again := other_payments.http.post("/stream", json=chat.approval())).status_code in (
+        409,
+        503,
+    ):
+        assert time.monotonic() < deadline, again.text[:300]
+        time.sleep(0.2)
+    finished = stream_result(again)
+    assert finished.status == 200, finished.body
+    (outcome,) = tool_outcomes(finished)
+    assert outcome["type"] == "tool-output-available", outcome
+    assert outcome["output"] == {"paid": 10, "to": "Bob"}
+    assert len(chat.payments()) == paid_before + 1
+
+    for log in (window.text(), other_window.text()):
+        assert "Traceback" not in log, log[-3000:]
+        assert not re.search(r"\bERROR\b", log), log[-3000:]

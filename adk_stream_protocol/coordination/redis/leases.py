@@ -13,6 +13,11 @@ stalled): the lease says ``unclean``, and the new holder fences the old one off 
 chat's session before it writes (docs/adr/0034). Generation 1 counts as clean: a chat's
 first take, or the first after the keys expired or Redis lost its data, which cannot be told
 apart.
+
+A holder that only waits for its chat's kept tool results to be saved (docs/adr/0035) marks
+the chat's ``results`` key with its token, for a TTL, and its release deletes the mark. Any
+process then tells a request for the chat to try again, rather than that the chat is busy,
+while the mark names the lease's current token.
 """
 
 from __future__ import annotations
@@ -59,13 +64,29 @@ if redis.call('get', KEYS[1]) == ARGV[1] then
 end
 return 0
 """
-# Deletes the lease only while it holds our token, records our generation as released,
-# and tells waiters it is free.
+# Deletes the lease only while it holds our token, with its mark of kept results, records
+# our generation as released, and tells waiters it is free.
 _RELEASE = """
 if redis.call('get', KEYS[1]) == ARGV[1] then
-    redis.call('del', KEYS[1])
+    redis.call('del', KEYS[1], KEYS[3])
     redis.call('set', KEYS[2], ARGV[4], 'PX', ARGV[5])
     redis.call('publish', ARGV[2], ARGV[3])
+    return 1
+end
+return 0
+"""
+# Marks the holding with our token as one that only waits for kept results (docs/adr/0035).
+_HOLD_FOR_RESULTS = """
+if redis.call('get', KEYS[1]) == ARGV[1] then
+    return redis.call('set', KEYS[2], ARGV[1], 'PX', ARGV[2]) and 1 or 0
+end
+return 0
+"""
+# Whether the chat's current holder is the one its mark of kept results names: a mark left
+# by a holder that crashed or lapsed names a token no longer held.
+_RESULTS_WAITING = """
+local holder = redis.call('get', KEYS[1])
+if holder and holder == redis.call('get', KEYS[2]) then
     return 1
 end
 return 0
@@ -117,6 +138,14 @@ class RedisLease:
         # Shielded: a caller cancelled meanwhile must not leave the chat held for a TTL.
         await asyncio.shield(self._releasing)
 
+    async def hold_for_results(self, ttl_seconds: float) -> None:
+        if not self.held():
+            return
+        try:
+            await self._leases.hold_for_results(self._chat, self.token, ttl_seconds)
+        except Exception as exc:
+            self._leases.outages.down(REDIS, exc, f"marking kept results of chat={self._chat[1]}")
+
     async def _renew(self) -> None:
         leases = self._leases
         loop = asyncio.get_running_loop()
@@ -167,6 +196,8 @@ class RedisChatLeases:
         self._release = client.register_script(_RELEASE)
         self._take_script = client.register_script(_TAKE)
         self._compare_and_delete = client.register_script(COMPARE_AND_DELETE)
+        self._hold_for_results = client.register_script(_HOLD_FOR_RESULTS)
+        self._results_waiting = client.register_script(_RESULTS_WAITING)
         self._held: set[RedisLease] = set()
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -206,6 +237,14 @@ class RedisChatLeases:
         lease, _ = await self._take(chat)
         return lease
 
+    async def results_waiting(self, chat: ChatKey) -> bool:
+        keys = [self.keys.lease(chat), self.keys.results(chat)]
+        return bool(await self._results_waiting(keys=keys))
+
+    async def hold_for_results(self, chat: ChatKey, token: str, ttl_seconds: float) -> None:
+        keys = [self.keys.lease(chat), self.keys.results(chat)]
+        await self._hold_for_results(keys=keys, args=[token, max(1, round(ttl_seconds * 1000))])
+
     async def close(self) -> None:
         """Stop the heartbeats and finish the releases under way. A lease still held is left
         to lapse (its run may still be ending) and counts as lost from now on."""
@@ -235,7 +274,7 @@ class RedisChatLeases:
         message = self._signals.message({})
         try:
             deleted = await self._release(
-                keys=[self.keys.lease(chat), self.keys.clean(chat)],
+                keys=[self.keys.lease(chat), self.keys.clean(chat), self.keys.results(chat)],
                 args=[token, channel, message, generation, GENERATION_TTL_MS],
             )
         except Exception as exc:

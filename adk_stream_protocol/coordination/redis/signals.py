@@ -83,7 +83,7 @@ _GLOB = re.compile(r"([\\*?\[\]])")
 
 
 class RedisKeys:
-    """``P:{C}:lease``, ``P:{C}:active``, ``P:{C}:log:ID`` and the channels
+    """``P:{C}:lease``, ``P:{C}:active``, ``P:{C}:log:ID``, ``P:{C}:results`` and the channels
     ``P:signal:KIND:{C}`` and ``P:signal:calls``, for the prefix ``P`` and the chat ``C``."""
 
     def __init__(self, prefix: str) -> None:
@@ -119,6 +119,10 @@ class RedisKeys:
     def answers(self, chat: ChatKey) -> str:
         """The answers given to the chat's waiting calls, for a while (docs/adr/0034)."""
         return f"{self.prefix}:{self.chat(chat)}:answers"
+
+    def results(self, chat: ChatKey) -> str:
+        """The lease token of a holder that only waits for kept results (docs/adr/0035)."""
+        return f"{self.prefix}:{self.chat(chat)}:results"
 
     def generation(self, chat: ChatKey) -> str:
         """How many times the chat's lease was taken (docs/adr/0034)."""
