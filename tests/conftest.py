@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 AUDIO = {"ADK_STREAM_LIVE_MODALITY": "AUDIO"}
 
-# Under pytest-xdist (`scripts/test` runs two workers, `--dist loadgroup`): tests that must share
+# Under pytest-xdist (`scripts/test` runs three workers, `--dist loadgroup`): tests that must share
 # one worker, by node id prefix. The browser tests share one Chromium; the scenario catalogue
 # starts all its jobs when its first case runs. A module-scoped fixture is made once per worker
 # that runs one of the module's tests: the package's build and install (about 100 s) and the

@@ -79,6 +79,7 @@ def test_the_filter_leaves_with_the_app(records: pytest.LogCaptureFixture) -> No
     with installed(AdkLogs()) as filtered:
         assert filtered in logging.getLogger(later).filters
         assert filtered in logging.getLogger(RUNNER).filters
+    # Not by what reaches the log: another app of this process (the suite's in-process app)
+    # may have its own filter on these loggers while it runs.
     assert filtered not in logging.getLogger(later).filters
-    logging.getLogger(RUNNER).error("Root node %s failed.", "agent", exc_info=_outage())
-    assert [r.levelname for r in records.records] == ["ERROR"]
+    assert filtered not in logging.getLogger(RUNNER).filters
