@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Iterator
 from typing import Protocol
 
 from adk_stream_protocol.foundation.errors import RequestError
@@ -58,11 +58,30 @@ class Drainable(Protocol):
 class Drain:
     def __init__(self) -> None:
         self.draining = False
+        self._over = False  # what was open has been ended: the process is about to exit
         self._items: set[Drainable] = set()
         self._changed = asyncio.Event()  # set when an item left or stopped being busy
+        self._late: set[asyncio.Task[None]] = set()
 
     def add(self, item: Drainable) -> None:
         self._items.add(item)
+        if self._over:  # came after the end (a plan that outlived the grace): end it now
+            task = asyncio.get_running_loop().create_task(_end(item))
+            self._late.add(task)
+            task.add_done_callback(self._late.discard)
+
+    @contextlib.contextmanager
+    def admission(self) -> Iterator[None]:
+        """A request on its way to a turn: refused while the server drains, else waited for
+        like an open response, so that a turn whose plan began before the signal registers
+        (``add``) before the drain looks away, not after it."""
+        self.refuse_if_draining()
+        admitted = _Admission()
+        self.add(admitted)
+        try:
+            yield
+        finally:
+            self.discard(admitted)
 
     def discard(self, item: Drainable) -> None:
         self._items.discard(item)
@@ -92,6 +111,7 @@ class Drain:
                     self._changed.clear()
                     await self._changed.wait()
         left = [item for item in self._items if item.busy]
+        self._over = True
         for order in (0, 1, 2):
             items = [item for item in self._items if item.order == order]
             await asyncio.gather(*(_end(item) for item in items))
@@ -137,6 +157,16 @@ async def _end(item: Drainable) -> None:
         await item.end_for_restart()
     except Exception:
         logger.exception("ending %r for the restart failed", item)
+
+
+class _Admission:
+    """A request being planned: nothing to end; its turn, once begun, is ended on its own."""
+
+    order = 0
+    busy = True
+
+    async def end_for_restart(self) -> None:
+        return None
 
 
 class _Follower:

@@ -74,7 +74,10 @@ async def begin_request_turn(
     ``RequestError`` before anything is sent, a store's outage as 503 (docs/adr/0030);
     ``on_end`` is called once the run has ended."""
     try:
-        turn = await _begin(bridge, user_id, request, sink, on_end, ai_sdk, transport)
+        # Refused (503) once the server drains; a plan under way holds the drain until its
+        # turn has begun (docs/adr/0033).
+        with bridge.drain.admission():
+            turn = await _begin(bridge, user_id, request, sink, on_end, ai_sdk, transport)
     except Exception as exc:
         refusal = None if isinstance(exc, RequestError) else bridge.outages.refusal(exc, "a turn")
         if refusal is None:

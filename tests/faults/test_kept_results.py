@@ -57,29 +57,26 @@ def payments_env(
 
 
 @pytest.fixture(scope="module")
+def payments_settings(
+    postgres: PrivatePostgres, redis_store: PrivateRedis, ledger: Path, ready: Path
+) -> dict[str, str]:
+    return payments_env(postgres, redis_store, ledger, ready)
+
+
+@pytest.fixture(scope="module")
 def payments(
-    postgres: PrivatePostgres,
-    redis_store: PrivateRedis,
-    ledger: Path,
-    ready: Path,
-    tmp_path_factory: pytest.TempPathFactory,
+    payments_settings: dict[str, str], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[LiveServer]:
-    env = payments_env(postgres, redis_store, ledger, ready)
-    with run_server(tmp_path_factory.mktemp("kept"), env) as live:
+    with run_server(tmp_path_factory.mktemp("kept"), payments_settings) as live:
         yield live
 
 
 @pytest.fixture(scope="module")
 def other_payments(
-    postgres: PrivatePostgres,
-    redis_store: PrivateRedis,
-    ledger: Path,
-    ready: Path,
-    tmp_path_factory: pytest.TempPathFactory,
+    payments_settings: dict[str, str], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[LiveServer]:
     """A second instance of the same app, on the same stores."""
-    env = payments_env(postgres, redis_store, ledger, ready)
-    with run_server(tmp_path_factory.mktemp("kept-other"), env) as live:
+    with run_server(tmp_path_factory.mktemp("kept-other"), payments_settings) as live:
         yield live
 
 

@@ -291,7 +291,12 @@ def test_a_rolling_restart_under_load_loses_nothing(
             )
 
     def client() -> None:
-        with httpx.Client(timeout=60) as http:
+        # A new connection per request, as a balancer that does not keep idle connections to
+        # an instance open: one kept would race the exiting instance's close of it (HTTP/1.1
+        # has no way to announce that), the balancer's own race, not the server's
+        # (docs/deployment.md: take the instance out of rotation before SIGTERM).
+        fresh = httpx.Limits(max_keepalive_connections=0)
+        with httpx.Client(timeout=60, limits=fresh) as http:
             while not stop.is_set():
                 chat = new_chat("rolling")
                 ask = user_message("pay 7", f"u-{chat}")

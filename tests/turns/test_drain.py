@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+from adk_stream_protocol.foundation.errors import RequestError
 from adk_stream_protocol.turns.drain import Drain
 
 
@@ -59,3 +60,48 @@ def test_the_grace_bounds_the_wait_and_what_is_left_ends_in_order() -> None:
     assert producer.ended_at is not None and follower.ended_at is not None
     assert socket.ended_at is not None
     assert producer.ended_at <= follower.ended_at <= socket.ended_at
+
+
+def test_a_request_being_planned_holds_the_drain_until_its_turn_has_begun() -> None:
+    """The race a rolling restart under load found: a request past the draining check whose
+    turn began after the drain had looked, and was cut when the process exited."""
+
+    async def scenario() -> tuple[Item, bool]:
+        drain = Drain()
+        planned = asyncio.Event()
+        turn = Item(drain, 0, busy=True)
+
+        async def request() -> None:
+            with drain.admission():
+                await planned.wait()  # the plan's awaits: the lease, the session
+                drain.add(turn)  # the turn begins
+
+        asyncio.get_running_loop().call_later(0.1, planned.set)
+        asyncio.get_running_loop().call_later(0.2, drain.discard, turn)  # its run ends
+        running = asyncio.create_task(request())
+        await asyncio.sleep(0)  # admitted before the signal
+        await drain.run(grace=30)
+        await running
+        return turn, drain.draining
+
+    turn, draining = asyncio.run(scenario())
+    assert draining and turn.ended_at is None, "the turn ran to its end within the grace"
+
+
+def test_a_request_after_the_signal_is_refused_and_a_late_turn_is_ended_at_once() -> None:
+    async def scenario() -> tuple[int, Item]:
+        drain = Drain()
+        await drain.run(grace=0)
+        try:
+            with drain.admission():
+                pass
+        except RequestError as exc:
+            status = exc.status
+        late = Item(drain, 0, busy=True)  # a plan that outlived the grace
+        drain.add(late)
+        await asyncio.sleep(0.01)
+        return status, late
+
+    status, late = asyncio.run(scenario())
+    assert status == 503
+    assert late.ended_at is not None
