@@ -46,6 +46,7 @@ from adk_stream_protocol.store.history import (
     USER_MESSAGE_ID_KEY,
 )
 from adk_stream_protocol.store.result_outbox import kept_in
+from adk_stream_protocol.store.rewinds import rewind
 from adk_stream_protocol.turns.bridge import Bridge
 from adk_stream_protocol.turns.deferral import Deferral
 from adk_stream_protocol.turns.drain import END_WAIT_SECONDS, RESTART_TEXT, TOOL_WAIT_SECONDS
@@ -151,12 +152,8 @@ async def _plan(bridge: Bridge, user_id: str, request: ChatRequest, lease: ChatL
         session.events,
         defer_intermediate=not bridge.settings.stream_intermediate_results,
     )
-    if plan.rewind_before_invocation_id:
-        await bridge.runner.rewind_async(
-            user_id=user_id,
-            session_id=request.id,
-            rewind_before_invocation_id=plan.rewind_before_invocation_id,
-        )
+    if plan.rewind_before_invocation_id:  # ADK's, with the keys it left None removed
+        await rewind(bridge.runner, sessions.service, session, plan.rewind_before_invocation_id)
     if plan.prior_tool_results is not None:
         # Stored in the paused invocation, where the model expects the calls' results.
         session = await sessions.open(user_id, request.id)
