@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from adk_stream_protocol.foundation.model_names import OFFLINE_MODEL_NAME, is_offline_model
@@ -106,6 +106,10 @@ class Settings(BaseSettings):
     trusted_hosts: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["localhost", "127.0.0.1", "[::1]", "*.localhost"]
     )
+    # The credential a backend presents (`Authorization: Bearer …`) to deliver the final
+    # result of a long-running call: `POST /chats/{chatId}/calls/{callId}/result`, off while
+    # unset (docs/adr/0040). A service's secret, not a user's: keep it out of the page.
+    call_result_token: SecretStr | None = None
     # Serve Prometheus metrics at /metrics (the `metrics` extra; docs/adr/0027).
     metrics: bool = False
     # Serve /docs, /redoc and /openapi.json.
@@ -124,7 +128,7 @@ class Settings(BaseSettings):
     # `adk-stream-protocol replay DIR` (docs/adr/0026). The files hold what users typed.
     record_dir: Path | None = None
 
-    @field_validator("redis_url", "record_dir", mode="before")
+    @field_validator("redis_url", "record_dir", "call_result_token", mode="before")
     @classmethod
     def _empty_is_unset(cls, value: object) -> object:
         return None if value == "" else value  # `ADK_STREAM_REDIS_URL=` turns Redis off

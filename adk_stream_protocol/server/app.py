@@ -30,6 +30,7 @@ from adk_stream_protocol.server.artifacts import router as artifacts_router
 from adk_stream_protocol.server.backends import check_extras, open_coordination
 from adk_stream_protocol.server.draining import ShutdownSignals
 from adk_stream_protocol.store.sessions import store_url
+from adk_stream_protocol.transports.call_results import router as call_results_router
 from adk_stream_protocol.transports.live import router as live_router
 from adk_stream_protocol.transports.stream import router as stream_router
 from adk_stream_protocol.turns.bridge import AgentLike, Bridge, bridge_of
@@ -107,6 +108,7 @@ def create_app(
     app.include_router(stream_router)
     app.include_router(live_router)
     app.include_router(artifacts_router)
+    app.include_router(call_results_router)
 
     @app.get("/health")
     async def health(request: Request) -> JSONResponse:

@@ -268,11 +268,18 @@ async def chat_stream_other_methods() -> Response:
 
 
 async def read_chat_request(request: Request, settings: Settings) -> ChatRequest:
+    body = await read_body(request, settings)
+    limits = RequestLimits.from_settings(settings)
+    chat: ChatRequest = await run_bounded(len(body), parse_chat_body, body, limits)
+    return chat
+
+
+async def read_body(request: Request, settings: Settings) -> bytes:
+    """A JSON request's body, within the size and time limits (413, 408), else 415."""
     content_type = request.headers.get("content-type", "")
     if content_type.split(";")[0].strip().lower() != "application/json":
-        raise RequestError(415, "send the chat request as application/json")
-    limits = RequestLimits.from_settings(settings)
-    max_bytes = limits.max_request_bytes
+        raise RequestError(415, "send the request as application/json")
+    max_bytes = RequestLimits.from_settings(settings).max_request_bytes
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > max_bytes:
         raise RequestError(413, f"the request body is larger than {max_bytes} bytes")
@@ -288,8 +295,7 @@ async def read_chat_request(request: Request, settings: Settings) -> ChatRequest
             408,
             f"the request body did not arrive within {settings.request_body_timeout_seconds:g} s",
         ) from None
-    chat: ChatRequest = await run_bounded(len(body), parse_chat_body, bytes(body), limits)
-    return chat
+    return bytes(body)
 
 
 class QueueSink:

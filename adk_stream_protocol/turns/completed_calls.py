@@ -1,0 +1,204 @@
+"""A long-running call completed by a backend, not by the page (docs/adr/0040).
+
+ADK's long-running tools start work elsewhere and return at once, often with a "pending"
+result; the final result comes later, as a ``FunctionResponse`` with the call's id that
+resumes the call's invocation. When that result comes from a backend (a payment provider's
+webhook, a job queue), ``POST /chats/{chatId}/calls/{callId}/result`` hands it here: the
+chat's lease is taken as for any request, the call is looked up in the chat's session, and
+the invocation is continued with the result as a turn of its own. Its response has no
+client of its own: it goes to the chat's chunk log, where the page's resume
+(``GET /stream/{chatId}/stream``, ai 7's ``resume``) follows it; and it is in the session,
+where the page's next request finds it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from google.adk.events.event import Event
+from google.adk.sessions.session import Session
+from google.genai import types
+
+from adk_stream_protocol.coordination.base import ChatKey
+from adk_stream_protocol.foundation.errors import RequestError
+from adk_stream_protocol.foundation.outages import REDIS, SESSION_POOL, SESSION_STORE
+from adk_stream_protocol.store.history import (
+    ASSISTANT_MESSAGE_ID_KEY,
+    current_turn,
+    live_events,
+)
+from adk_stream_protocol.turns.bridge import Bridge
+from adk_stream_protocol.turns.planner import TurnPlan
+from adk_stream_protocol.turns.request_turns import RequestTurn
+
+logger = logging.getLogger(__name__)
+
+# How long the route waits for the continuation's response to begin, so that a resume sent
+# right after the route's answer finds it.
+BEGIN_WAIT_SECONDS = 10.0
+NO_SUCH_CALL = "no such call in this chat"
+
+
+@dataclass(frozen=True)
+class StoredCall:
+    """A long-running call found in the chat's session."""
+
+    call_id: str
+    name: str
+    invocation_id: str
+    in_current_turn: bool  # the page's last assistant message holds it
+    message_id: str | None  # that message's id, when it does
+
+
+class BeginSignal:
+    """The continuation's ``ChunkSink``: its events go only to the chunk log (the response
+    has no client of its own); the first of them says the response has begun."""
+
+    def __init__(self) -> None:
+        self.begun = asyncio.Event()
+
+    async def send(self, events: Sequence[bytes]) -> None:
+        self.begun.set()
+
+    async def close(self) -> None:
+        self.begun.set()
+
+
+def find_long_running_call(events: Sequence[Event], call_id: str) -> StoredCall:
+    """The call ``call_id`` of the session, if it is long-running and still waits for its
+    final result; else a ``RequestError`` that says why not (404, 409)."""
+    history = live_events(events)
+    found: tuple[Event, types.FunctionCall] | None = None
+    for event in history:
+        for call in event.get_function_calls():
+            if call.id == call_id:
+                found = (event, call)
+    if found is None:
+        raise RequestError(404, NO_SUCH_CALL)
+    event, call = found
+    if call_id not in (event.long_running_tool_ids or ()):
+        raise RequestError(409, "this call is not long-running: its function gave its result")
+    if any(
+        response.id == call_id
+        for later in history
+        if later.author == "user"
+        for response in later.get_function_responses()
+    ):
+        raise RequestError(409, "this call already has its final result")
+    turn = current_turn(history)
+    in_current_turn = any(e.invocation_id == event.invocation_id for e in turn)
+    message_id = next(
+        (
+            stamp
+            for e in reversed(turn)
+            if isinstance(stamp := (e.custom_metadata or {}).get(ASSISTANT_MESSAGE_ID_KEY), str)
+        ),
+        None,
+    )
+    return StoredCall(
+        call_id=call_id,
+        name=call.name or "",
+        invocation_id=event.invocation_id,
+        in_current_turn=in_current_turn and message_id is not None,
+        message_id=message_id if in_current_turn else None,
+    )
+
+
+def final_result(output: Any = None, error: str | None = None) -> dict[str, Any]:
+    """The ``FunctionResponse.response`` of a delivered result: ADK's shapes, a dict as it
+    is, any other value under ``result``, a failure as ``{"error": …}`` (docs/adr/0003)."""
+    if error is not None:
+        return {"error": error}
+    return output if isinstance(output, dict) else {"result": output}
+
+
+async def continue_completed_call(
+    bridge: Bridge, chat: ChatKey, call_id: str, result: dict[str, Any]
+) -> StoredCall:
+    """Deliver ``result`` as the final result of the chat's long-running call ``call_id`` and
+    continue its invocation; returns once the continuation's response has begun."""
+    slots = bridge.response_slots
+    if not slots.try_acquire():
+        raise slots.busy_error()
+    try:
+        with bridge.drain.admission():
+            signal, call = await _begin(bridge, chat, call_id, result, slots.release)
+    except Exception as exc:
+        slots.release()  # the turn never began, so it will not release it
+        refusal = None if isinstance(exc, RequestError) else bridge.outages.refusal(exc, "a call")
+        if refusal is None:
+            raise
+        raise refusal from exc
+    bridge.outages.up(REDIS, SESSION_STORE, SESSION_POOL)
+    try:
+        await asyncio.wait_for(signal.begun.wait(), BEGIN_WAIT_SECONDS)
+    except TimeoutError:
+        logger.warning("call result chat=%s: the continuation has not begun yet", chat[1])
+    return call
+
+
+async def _begin(
+    bridge: Bridge,
+    chat: ChatKey,
+    call_id: str,
+    result: dict[str, Any],
+    on_end: Callable[[], None],
+) -> tuple[BeginSignal, StoredCall]:
+    leases = bridge.coordination.leases
+    lease = await leases.try_acquire(chat)
+    if lease is None:
+        try:
+            lease = await leases.acquire(chat, bridge.settings.chat_busy_timeout_seconds)
+        except TimeoutError:
+            raise RequestError(
+                409, "this chat is still answering an earlier request; try again shortly"
+            ) from None
+    try:
+        session: Session | None
+        if lease.unclean:  # the former holder lapsed: its writes are refused from now on
+            session = await bridge.sessions.fence(*chat, lease.generation)
+        else:
+            session = await bridge.sessions.service.get_session(
+                app_name=bridge.sessions.app_name, user_id=chat[0], session_id=chat[1]
+            )
+        if session is None:  # also another user's chat: the same answer as an unknown call
+            raise RequestError(404, NO_SUCH_CALL)
+        call = find_long_running_call(session.events, call_id)
+        answer = types.Content(
+            role="user",
+            parts=[
+                types.Part(
+                    function_response=types.FunctionResponse(
+                        name=call.name, id=call_id, response=result
+                    )
+                )
+            ],
+        )
+        plan = TurnPlan(
+            # The page's message that holds the call goes on; else the answer is a new one.
+            message_id=call.message_id or f"msg-{uuid.uuid4().hex}",
+            new_message=answer,
+            continuation=True,
+            prior_invocation_id=call.invocation_id,
+            # The result itself: shown on the call's part when the page's message holds it
+            # (ADK does not yield the message it resumes with).
+            replay=[[Event(author="user", invocation_id=call.invocation_id, content=answer)]]
+            if call.in_current_turn
+            else [],
+        )
+        stop = await bridge.coordination.stops.subscribe(chat)
+    except BaseException:
+        await lease.release()
+        raise
+    logger.info(
+        "call result delivered user=%s chat=%s call=%s: continuing its invocation", *chat, call_id
+    )
+    signal = BeginSignal()
+    turn = RequestTurn(bridge, chat, plan, signal, lease=lease, stop=stop, on_end=on_end)
+    turn.begin()
+    return signal, call
