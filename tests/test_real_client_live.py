@@ -6,10 +6,12 @@ ai 7's own WebSocketChatTransport (one socket, requestId frames) for ai 7. The s
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.leave_agent import LEDGER_ENV, ledger_lines
 from tests.real_client import (
     CLIENTS,
     OURS,
@@ -247,3 +249,38 @@ def test_an_answer_stopped_on_the_server_is_interrupted_for_ai7_only(
     assert "abort" in types and "error" not in types, types
     assert request["chunks"][-1]["finishReason"] == reason
     assert report["finishReasons"] == [reason]
+
+
+LEAVE_AGENT = {"ADK_STREAM_AGENT": "tests.leave_agent:root_agent"}
+
+
+@pytest.mark.parametrize("client", ["6.0.25", V7])
+def test_an_in_tool_confirmation_reaches_the_client_on_the_chat_socket(
+    servers: ServerPool, client: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tool that asks from its body (`request_confirmation`) on `/live?chatId=` (ADR 0038):
+    the strict 6.0.25 schema and ai 7 take the request, the stock helper sends the approval,
+    and the call runs once, approved."""
+    ledger = tmp_path / "ledger"
+    monkeypatch.setenv(LEDGER_ENV, str(ledger))
+    report = drive(
+        servers.get(LEAVE_AGENT),
+        client,
+        [
+            {"action": "send", "text": "5 days off please"},
+            {"action": "approve", "approved": True},
+        ],
+        live=True,
+        ws=OURS,
+        sendAutomaticallyWhen="approvals",
+    )
+    asking = report["requests"][0]["chunks"]
+    assert [c["type"] for c in asking if c["type"].startswith("tool-")] == [
+        "tool-input-start",
+        "tool-input-available",
+        "tool-approval-request",
+    ]
+    (assistant,) = assistants(report)
+    assert states(assistant) == [("request_time_off", "output-available")]
+    assert "Your time off request is settled." in text_of(assistant)
+    assert [line.split()[1:] for line in ledger_lines(str(ledger))] == [["booked", "5"]]

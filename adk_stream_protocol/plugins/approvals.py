@@ -1,11 +1,15 @@
-"""Approvals in live mode (docs/adr/0013-live-approval-gate.md).
+"""Approvals in live mode (docs/adr/0013-live-approval-gate.md, 0038-live-tool-calls.md).
 
 ADK's live flow cannot confirm tools: a confirmation-gated tool only ever gets a "needs
-approval" error. So on ``/live`` the server gates them itself. ``LiveApprovalPlugin`` runs
-before every tool call of a live run: a tool that requires confirmation (the same declaration
-``/stream`` honours through ADK) waits in ``PendingCalls`` for the user's decision, and a
-tool the browser executes (an ADK long-running tool) waits there for the browser's result,
-which it returns as its own, so ADK stores it and sends it to the model.
+approval" error, and a tool that asks from its body (``request_confirmation``) only its own
+placeholder. So on ``/live`` the server gates them itself. ``LiveApprovalPlugin`` runs around
+every tool call of a live run: before it, a tool that requires confirmation (the same
+declaration ``/stream`` honours through ADK) waits in ``PendingCalls`` for the user's decision;
+after it, a call whose body asked for confirmation waits there too and is run again with the
+answer, as ADK's resume does on ``/stream``; and a long-running call whose function returned
+nothing is the browser's (ADK's rule: nothing now, the answer comes later): it waits there for
+the browser's result, which it returns as its own, so ADK stores it and sends it to the model.
+A long-running function that returns a value has answered: that value is the call's result.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from google.adk.plugins import BasePlugin
 from google.adk.tools import BaseTool, FunctionTool, ToolContext
 from google.adk.tools.tool_confirmation import ToolConfirmation
 
-from adk_stream_protocol.coordination.base import Outcome, PendingCalls
+from adk_stream_protocol.coordination.base import ChatKey, Outcome, PendingCalls
+from adk_stream_protocol.plugins.tool_reruns import rerun_confirmed
 from adk_stream_protocol.protocol.tool_calls import (
     APPROVAL_CANCELLED_RESULT,
     APPROVAL_TIMEOUT_RESULT,
@@ -25,10 +30,12 @@ from adk_stream_protocol.protocol.tool_calls import (
     REJECTED_RESULT,
 )
 
+_UNANSWERED = {"timeout": APPROVAL_TIMEOUT_RESULT, "cancelled": APPROVAL_CANCELLED_RESULT}
+
 
 class LiveApprovalPlugin(BasePlugin):
-    """Before each tool call of a live run: the user's approval for tools that require it,
-    and the browser's result for tools the browser executes."""
+    """Around each tool call of a live run: the user's approval for tools that require it or
+    ask for it, and the browser's result for tools the browser executes."""
 
     def __init__(
         self,
@@ -44,24 +51,57 @@ class LiveApprovalPlugin(BasePlugin):
     async def before_tool_callback(
         self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext
     ) -> dict[str, Any] | None:
-        chat = (tool_context.session.user_id, tool_context.session.id)
-        call_id = tool_context.function_call_id or ""
-        if await _requires_approval(tool, tool_args, tool_context):
-            outcome = await self._pending.ask_approval(chat, call_id, tool.name, self._timeout)
-            self._on_outcome(outcome)
-            if outcome == "denied":
-                return dict(REJECTED_RESULT)
-            if outcome == "timeout":
-                return dict(APPROVAL_TIMEOUT_RESULT)
-            if outcome == "cancelled":
-                return dict(APPROVAL_CANCELLED_RESULT)
-            # Lets the tool's own confirmation check pass, as an approved resume does.
-            tool_context.tool_confirmation = ToolConfirmation(confirmed=True)
-        if tool.is_long_running:
-            return await self._pending.wait_result(
-                chat, call_id, self._timeout, unwatched=dict(DISCONNECTED_RESULT)
-            )
+        if tool_context.tool_confirmation is not None:
+            return None  # the re-run of an answered confirmation: decided already
+        if not await _requires_approval(tool, tool_args, tool_context):
+            return None
+        outcome = await self._ask(tool, tool_context)
+        if outcome == "denied":
+            return dict(REJECTED_RESULT)
+        if outcome != "approved":
+            return dict(_UNANSWERED[outcome])
+        # Lets the tool's own confirmation check pass, as an approved resume does.
+        tool_context.tool_confirmation = ToolConfirmation(confirmed=True)
         return None
+
+    async def after_tool_callback(
+        self,
+        *,
+        tool: BaseTool,
+        tool_args: dict[str, Any],
+        tool_context: ToolContext,
+        result: dict[str, Any],
+    ) -> dict[str, Any] | None:
+        answer: Any = result
+        call_id = tool_context.function_call_id or ""
+        asked = tool_context.actions.requested_tool_confirmations
+        # Taken out of the call's actions: the answer, not a placeholder, is the call's result.
+        while (request := asked.pop(call_id, None)) is not None:
+            outcome = await self._ask(tool, tool_context)
+            if outcome not in ("approved", "denied"):
+                return dict(_UNANSWERED[outcome])
+            # As /stream answers ADK: the decision, and the payload the tool asked with.
+            confirmation = ToolConfirmation(
+                confirmed=outcome == "approved", payload=request.payload
+            )
+            answer = await rerun_confirmed(tool, tool_args, tool_context, confirmation)
+        if tool.is_long_running and not answer:
+            answer = await self._pending.wait_result(
+                _chat(tool_context), call_id, self._timeout, unwatched=dict(DISCONNECTED_RESULT)
+            )
+        return None if answer is result else answer
+
+    async def _ask(self, tool: BaseTool, tool_context: ToolContext) -> Outcome:
+        call_id = tool_context.function_call_id or ""
+        outcome = await self._pending.ask_approval(
+            _chat(tool_context), call_id, tool.name, self._timeout
+        )
+        self._on_outcome(outcome)
+        return outcome
+
+
+def _chat(tool_context: ToolContext) -> ChatKey:
+    return (tool_context.session.user_id, tool_context.session.id)
 
 
 async def _requires_approval(tool: BaseTool, args: dict[str, Any], context: ToolContext) -> bool:
