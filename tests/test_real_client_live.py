@@ -247,3 +247,30 @@ def test_an_answer_stopped_on_the_server_is_interrupted_for_ai7_only(
     assert "abort" in types and "error" not in types, types
     assert request["chunks"][-1]["finishReason"] == reason
     assert report["finishReasons"] == [reason]
+
+
+TRANSFER_AGENT = {"ADK_STREAM_AGENT": "tests.transfer_agent:root_agent"}
+
+
+@pytest.mark.parametrize(("client", "live"), [("6.0.25", True), ("6.0.25", False), (V7, True)])
+def test_a_transfer_keeps_every_call_of_the_chat_apart(
+    servers: ServerPool, client: str, live: bool
+) -> None:
+    """Two scripted agents, a tool call on each side of `transfer_to_agent`: the client holds
+    three tool parts with three ids (issue 24: on `/live` the sub-agent's call reused the
+    root's first id, and ai 6 merged the two into one part)."""
+    report = drive(
+        servers.get(TRANSFER_AGENT),
+        client,
+        [{"action": "send", "text": "What's the weather?"}],
+        live=live,
+    )
+    (assistant,) = assistants(report)
+    parts = tool_parts(assistant)
+    assert [p["type"] for p in parts] == ["tool-lookup", "tool-transfer_to_agent", "tool-lookup"]
+    assert len({p["toolCallId"] for p in parts}) == 3
+    assert [p["input"] for p in parts if p["type"] == "tool-lookup"] == [
+        {"city": "Rome"},
+        {"city": "Oslo"},
+    ]
+    assert text_of(assistant) == "Sunny in Oslo too."
