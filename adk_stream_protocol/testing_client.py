@@ -170,6 +170,9 @@ class _Chat:
     messages: list[dict[str, Any]] = field(default_factory=list)
     # The chunks of each response that built the last assistant message.
     responses: list[list[dict[str, Any]]] = field(default_factory=list)
+    # What the page gave the last assistant message's browser calls (the part's new fields):
+    # the server does not send them back, so they are kept over each rebuild of the message.
+    outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 class AgentClient:
@@ -190,7 +193,7 @@ class AgentClient:
         message_id = f"user-{sum(m['role'] == 'user' for m in state.messages) + 1}"
         parts = [{"type": "text", "text": text}]
         state.messages.append({"id": message_id, "role": "user", "parts": parts})
-        state.responses = []
+        state.responses, state.outputs = [], {}
         return self._request(chat, state, live)
 
     def approve(self, *decisions: bool, chat: str = "chat-1", live: bool = False) -> ChatResponse:
@@ -201,6 +204,34 @@ class AgentClient:
         if not state.messages or state.messages[-1]["role"] != "assistant":
             raise ValueError("the chat's last message is not an answer awaiting approval")
         answer_approvals(state.messages[-1], *decisions)
+        return self._request(chat, state, live)
+
+    def tool_output(
+        self,
+        output: Any = None,
+        *,
+        error: str | None = None,
+        call_id: str | None = None,
+        chat: str = "chat-1",
+        live: bool = False,
+    ) -> ChatResponse:
+        """What ``addToolOutput`` does for a browser tool (an ADK long-running tool): the
+        call waiting for the page (``call_id``, or the only one) gets ``output``, or with
+        ``error`` the ``output-error`` state, and the continued answer is read."""
+        state = self._chats[chat]
+        message = state.messages[-1] if state.messages else None
+        waiting = [
+            p["toolCallId"]
+            for p in (message["parts"] if message and message["role"] == "assistant" else [])
+            if p.get("state") == "input-available" and call_id in (None, p.get("toolCallId"))
+        ]
+        if len(waiting) != 1:
+            raise ValueError(f"{len(waiting)} calls wait for the page's output: name call_id")
+        if error is not None:
+            state.outputs[waiting[0]] = {"state": "output-error", "errorText": error}
+        else:
+            state.outputs[waiting[0]] = {"state": "output-available", "output": output}
+        _apply_outputs(state)
         return self._request(chat, state, live)
 
     def messages(self, chat: str = "chat-1") -> list[dict[str, Any]]:
@@ -231,6 +262,7 @@ class AgentClient:
             state.messages[-1] = message  # a continuation extends the same message
         else:
             state.messages.append(message)
+        _apply_outputs(state)
         return ChatResponse(status, text, chunks, message)
 
     def _socket(self, chat: str) -> _LiveSocket:
@@ -239,6 +271,12 @@ class AgentClient:
                 self.http.websocket_connect(f"/live?chatId={quote(chat, safe='')}")
             )
         return self._sockets[chat]
+
+
+def _apply_outputs(state: _Chat) -> None:
+    for part in state.messages[-1]["parts"]:
+        if (fields := state.outputs.get(part.get("toolCallId", ""))) is not None:
+            part.update(fields)
 
 
 class _LiveSocket:

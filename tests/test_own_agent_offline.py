@@ -90,3 +90,32 @@ def test_the_offline_model_calls_only_the_tools_an_own_agent_has(
                 live.close()
     assert result.of_type("tool-input-available") == [] and result.of_type("error") == []
     assert result.text() == MISSING_TOOLS_TEXT.format(tools='get_weather(location="Tokyo")')
+
+
+def get_weather(location: str) -> dict[str, object]:
+    """An own tool with the demo's name and another shape of result."""
+    return {"place": location, "forecast": "clear", "celsius": 21}
+
+
+def process_payment(amount: float, recipient: str, currency: str) -> dict[str, object]:
+    """An own payment tool whose result has none of the demo's fields."""
+    return {"status": "queued", "reference": "r-1"}
+
+
+@pytest.mark.parametrize("live", [False, True], ids=["stream", "live"])
+def test_an_own_tool_with_a_demo_tools_name_is_reported_as_it_answered(
+    unregistered: None, live: bool
+) -> None:
+    """The offline model words the demo's own results; an own tool of the same name that
+    answers with other fields is reported as JSON, never as "None°C"."""
+    agent = LlmAgent(name="mine", model="offline-demo", tools=[get_weather, process_payment])
+    with serve_agent(agent) as chat:
+        weather = chat.send("What's the weather in Tokyo?", chat="c-weather", live=live)
+        paid = chat.send("Pay Alice 10", chat="c-pay", live=live)
+    assert weather.errors == [] and paid.errors == []
+    assert weather.of_type("tool-output-available")[0]["output"]["celsius"] == 21
+    assert weather.text == (
+        'get_weather returned {"celsius": 21, "forecast": "clear", "place": "Tokyo"}.'
+    )
+    assert paid.text == 'process_payment returned {"reference": "r-1", "status": "queued"}.'
+    assert "None" not in weather.text + paid.text

@@ -1,7 +1,8 @@
 """The README's Python examples, run as they are written there, so the README cannot drift
 from the package. Each is a fenced block right after `<!-- readme-python: NAME -->`:
 
-- `testing`, `testing-live`, `testing-fixture` ("Testing your agent"): one test file, as a
+- `testing`, `testing-live`, `testing-fixture`, `testing-branch`, `testing-transfer`
+  ("Testing your agent"): one test file, as a
   user saves it (the blocks in order), run by pytest in a process of its own as a user runs
   it: every test passes, and Starlette does not warn (the `testing` extra brings the client
   its ``TestClient`` wants).
@@ -35,7 +36,7 @@ MARKED_BLOCK = re.compile(
     re.DOTALL | re.MULTILINE,
 )
 # The blocks that make the README's test file, in this order.
-TEST_FILE = ("testing", "testing-live", "testing-fixture")
+TEST_FILE = ("testing", "testing-live", "testing-fixture", "testing-branch", "testing-transfer")
 EXAMPLE_NAMES = {*TEST_FILE, "tool-progress", "own-agent", "idempotency"}
 # Python blocks no test runs, by the first line of code: each is code for a user's own setup.
 NOT_RUN = {
@@ -51,6 +52,9 @@ README_TESTS = {
     "test_weather_on_the_live_connection",
     "test_the_live_socket_answers_a_ping",
     "test_each_chat_is_its_own",
+    "test_each_outcome_has_its_answer",
+    "test_the_sub_agent_answers_after_the_transfer[False]",
+    "test_the_sub_agent_answers_after_the_transfer[True]",
 }
 
 
@@ -111,7 +115,7 @@ def test_the_readme_test_file_passes_as_a_user_runs_it(tmp_path: Path) -> None:
     )
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
-    passed = set(re.findall(r"test_helper\.py::(\w+) PASSED", output))
+    passed = set(re.findall(r"test_helper\.py::([\w\[\]-]+) PASSED", output))
     assert passed == README_TESTS, output
     # Starlette's TestClient warns when it has only `httpx` (it wants `httpx2`).
     assert "StarletteDeprecationWarning" not in output and "httpx2" not in output, output

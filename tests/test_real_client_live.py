@@ -284,3 +284,30 @@ def test_an_in_tool_confirmation_reaches_the_client_on_the_chat_socket(
     assert states(assistant) == [("request_time_off", "output-available")]
     assert "Your time off request is settled." in text_of(assistant)
     assert [line.split()[1:] for line in ledger_lines(str(ledger))] == [["booked", "5"]]
+
+
+TRANSFER_AGENT = {"ADK_STREAM_AGENT": "tests.transfer_agent:root_agent"}
+
+
+@pytest.mark.parametrize(("client", "live"), [("6.0.25", True), ("6.0.25", False), (V7, True)])
+def test_a_transfer_keeps_every_call_of_the_chat_apart(
+    servers: ServerPool, client: str, live: bool
+) -> None:
+    """Two scripted agents, a tool call on each side of `transfer_to_agent`: the client holds
+    three tool parts with three ids (issue 24: on `/live` the sub-agent's call reused the
+    root's first id, and ai 6 merged the two into one part)."""
+    report = drive(
+        servers.get(TRANSFER_AGENT),
+        client,
+        [{"action": "send", "text": "What's the weather?"}],
+        live=live,
+    )
+    (assistant,) = assistants(report)
+    parts = tool_parts(assistant)
+    assert [p["type"] for p in parts] == ["tool-lookup", "tool-transfer_to_agent", "tool-lookup"]
+    assert len({p["toolCallId"] for p in parts}) == 3
+    assert [p["input"] for p in parts if p["type"] == "tool-lookup"] == [
+        {"city": "Rome"},
+        {"city": "Oslo"},
+    ]
+    assert text_of(assistant) == "Sunny in Oslo too."

@@ -9,17 +9,20 @@ from collections.abc import Iterator
 import pytest
 import starlette.testclient
 from google.adk.agents import LlmAgent
-from google.adk.tools import FunctionTool
+from google.adk.tools import FunctionTool, LongRunningFunctionTool
 from google.genai import types
 from starlette.testclient import TestClient, WebSocketDenialResponse
 
 from adk_stream_protocol.testing import (
+    NO_BRANCH,
     NO_SCRIPT,
     SCRIPT_ENDED,
     AgentClient,
     Answer,
+    Branch,
     ScriptedLlm,
     call,
+    outcome_of,
     serve_agent,
 )
 from tests.support import ROOT
@@ -34,9 +37,26 @@ def lookup(city: str) -> dict[str, str]:
     return {"city": city, "sky": "sunny"}
 
 
+def forecast(city: str) -> dict[str, str]:
+    """Fails as tools report failures to ADK: an error-shaped result."""
+    return {"error": f"no forecast for {city}"}
+
+
+def play(track: int) -> None:
+    """Runs in the browser (a long-running tool that returns nothing)."""
+
+
+# Each answer after a call says how the call came back.
+AFTER_PAYMENT = Branch(approved="Done.", denied="I did not transfer the money.")
+AFTER_FORECAST = Branch(error="There is no forecast for Oslo.", otherwise="Here it is.")
+AFTER_PLAY = Branch(browser="Playing.", error="The page could not play it.")
+
 SCRIPT = ScriptedLlm(
     script={
-        "transfer": [call("transfer", amount=50), "Done."],
+        "transfer": [call("transfer", amount=50), AFTER_PAYMENT],
+        "forecast": [call("forecast", city="Oslo"), AFTER_FORECAST],
+        "play": [call("play", track=2), AFTER_PLAY],
+        "branch first": [Branch(denied="Never.")],
         "weather": [
             Answer(
                 thought="The user wants the weather.",
@@ -57,7 +77,12 @@ def chat() -> Iterator[AgentClient]:
     agent = LlmAgent(
         name="scripted",
         model=SCRIPT,
-        tools=[lookup, FunctionTool(transfer, require_confirmation=True)],
+        tools=[
+            lookup,
+            forecast,
+            LongRunningFunctionTool(play),
+            FunctionTool(transfer, require_confirmation=True),
+        ],
     )
     with serve_agent(agent) as client:
         yield client
@@ -92,11 +117,41 @@ def test_an_approved_call_runs_and_the_turn_goes_on(chat: AgentClient) -> None:
     assert tool_part["state"] == "output-available"
 
 
-def test_a_denied_call_does_not_run(chat: AgentClient) -> None:
-    chat.send("transfer 50", chat="deny")
-    denied = chat.approve(False, chat="deny")
+@pytest.mark.parametrize("live", [False, True], ids=["stream", "live"])
+def test_a_denied_call_does_not_run_and_the_model_answers_the_denial(
+    chat: AgentClient, live: bool
+) -> None:
+    chat.send("transfer 50", chat=f"deny-{live}", live=live)
+    denied = chat.approve(False, chat=f"deny-{live}", live=live)
     assert denied.of_type("tool-output-denied") and not denied.of_type("tool-output-available")
-    assert denied.text == "Done."  # the script's next answer, as a model would go on
+    assert denied.text == "I did not transfer the money."
+
+
+@pytest.mark.parametrize("live", [False, True], ids=["stream", "live"])
+def test_a_branch_answers_a_tools_error(chat: AgentClient, live: bool) -> None:
+    answer = chat.send("forecast for Oslo", chat=f"forecast-{live}", live=live)
+    assert answer.of_type("tool-output-error")[0]["errorText"] == "no forecast for Oslo"
+    assert answer.text == "There is no forecast for Oslo."
+
+
+@pytest.mark.parametrize("live", [False, True], ids=["stream", "live"])
+def test_a_branch_answers_a_browser_tools_output_or_its_error(
+    chat: AgentClient, live: bool
+) -> None:
+    asked = chat.send("play track 2", chat=f"play-{live}", live=live)
+    assert asked.tool_calls[0]["toolName"] == "play" and asked.text == ""
+    played = chat.tool_output({"playing": 2}, chat=f"play-{live}", live=live)
+    assert played.text == "Playing."
+    chat.send("play it again", chat=f"play-{live}", live=live)
+    failed = chat.tool_output(error="autoplay is blocked", chat=f"play-{live}", live=live)
+    assert failed.text == "The page could not play it."
+    roles = [m["role"] for m in chat.messages(f"play-{live}")]
+    assert roles == ["user", "assistant"] * 2
+
+
+def test_a_branch_without_an_answer_for_the_outcome_says_so(chat: AgentClient) -> None:
+    (error,) = chat.send("branch first", chat="no-branch").errors
+    assert NO_BRANCH in error and "no branch for no calls" in error
 
 
 def test_the_chat_goes_on_with_the_whole_history(chat: AgentClient) -> None:
@@ -139,6 +194,33 @@ def test_the_answer_is_a_function_of_the_conversation() -> None:
     assert SCRIPT.answer([user]) == Answer(calls=[call("transfer", amount=50)])
     assert SCRIPT.answer([user, called, result]) == Answer(text="Done.")
     assert SCRIPT.answer([user, called, result, user]) == SCRIPT.answer([user])
+
+
+def response(name: str, body: dict[str, object]) -> types.Content:
+    reply = types.FunctionResponse(name=name, response=body)
+    return types.Content(role="user", parts=[types.Part(function_response=reply)])
+
+
+def test_the_outcome_is_read_from_the_results_of_the_last_calls() -> None:
+    """What `Branch` answers by: the results after the last content that made calls."""
+    user = types.Content(role="user", parts=[types.Part(text="go")])
+    called = types.Content(
+        role="model",
+        parts=[
+            types.Part(function_call=types.FunctionCall(name="transfer")),
+            types.Part(function_call=types.FunctionCall(name="play")),
+        ],
+    )
+    ok, played = response("transfer", {"ok": 1}), response("play", {"track": 2})
+    rejected = response("transfer", {"error": "This tool call is rejected."})
+    failed = response("transfer", {"error": "down"})
+    assert outcome_of([user]) is None
+    assert outcome_of([user, called, ok]) == "approved"
+    assert outcome_of([user, called, ok, played], browser_tools={"play"}) == "browser"
+    assert outcome_of([user, called, failed, played], browser_tools={"play"}) == "error"
+    assert outcome_of([user, called, rejected, failed]) == "denied"
+    # An earlier step's results do not count.
+    assert outcome_of([user, called, rejected, called, ok]) == "approved"
 
 
 def test_a_scripted_model_answers_on_the_live_connection() -> None:

@@ -24,18 +24,39 @@ class ToolResult:
     response: dict[str, Any]
 
 
+# How ADK opens what it relays of another agent's turn, in a part of its own: "For context:"
+# alone before ADK fenced the quote, its preamble since (google.adk.flows.llm_flows.context).
+# tests/test_transfers.py fails if a sub-agent stops finding the user's message.
+RELAYED_OPENINGS = (
+    "For context:",
+    "For context: below is a transcript of what another agent did",
+)
+
+
 def latest_user_message_index(contents: Sequence[types.Content]) -> int | None:
     """Where the latest user message is, if there is one.
 
     A user message is any user content that is not function responses (tool results
-    and browser results also arrive with role "user").
+    and browser results also arrive with role "user") nor another agent's turn relayed.
     """
     for index in range(len(contents) - 1, -1, -1):
         content = contents[index]
         parts = content.parts or []
-        if content.role == "user" and not any(p.function_response for p in parts):
+        if content.role != "user" or any(p.function_response for p in parts):
+            continue
+        if not is_relayed(content):
             return index
     return None
+
+
+def is_relayed(content: types.Content) -> bool:
+    """Whether a user content is ADK's account of another agent's turn: a first part that is
+    ADK's opening, followed by the quote."""
+    parts = content.parts or []
+    if len(parts) < 2 or not parts[0].text:
+        return False
+    opening = parts[0].text
+    return opening == RELAYED_OPENINGS[0] or opening.startswith(RELAYED_OPENINGS[1])
 
 
 def text_of(content: types.Content | None) -> str:

@@ -41,15 +41,17 @@ in AUDIO mode a final output transcription followed by a bare
 answered. The model keeps what it said so far in its history.
 
 Function calls carry ids of the model's own, like Gemini Live
-(`function-call-<n>`, numbered after the calls already in the history), so a
-function response is matched to its call exactly and a late response for an
-interrupted turn is recognised and dropped.
+(`function-call-<digits>`, random), so a function response is matched to its call exactly
+and a late response for an interrupted turn is recognised and dropped. They are unique in
+the chat: after `transfer_to_agent` the next agent's connection sees the calls before it
+only as ADK's relayed text, so a count of the calls in its history would start again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import AsyncGenerator, Collection, Sequence
 from typing import Any
 
@@ -121,7 +123,6 @@ class OfflineLiveConnection(BaseLlmConnection):
         self._turn: Turn | None = None
         self._listener = Listener(self._options.automatic_activity_detection)
         self._idle_timer: asyncio.TimerHandle | None = None
-        self._calls_made = 0
         self._closed = False
 
     @classmethod
@@ -146,7 +147,6 @@ class OfflineLiveConnection(BaseLlmConnection):
     @override
     async def send_history(self, history: list[types.Content]) -> None:
         self._history = list(history)
-        self._calls_made = sum(1 for c in history for p in c.parts or [] if p.function_call)
         # Like Gemini: history ending with the user's turn is answered right away.
         if history and history[-1].role == "user":
             self._start_turn(spoken=None)
@@ -352,8 +352,9 @@ class OfflineLiveConnection(BaseLlmConnection):
         self._put(turn_complete=True)
 
     def _new_call(self, name: str, args: dict[str, Any]) -> types.FunctionCall:
-        self._calls_made += 1
-        return types.FunctionCall(id=f"function-call-{self._calls_made}", name=name, args=args)
+        # 63 random bits: Gemini Live's ids are digits of that size.
+        call_id = f"function-call-{uuid.uuid4().int >> 65}"
+        return types.FunctionCall(id=call_id, name=name, args=args)
 
     async def _pause(self) -> None:
         await asyncio.sleep(self._pace)

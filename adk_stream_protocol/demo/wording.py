@@ -57,7 +57,9 @@ def describe(result: ToolResult) -> str:
         if name == "process_payment" and response.get("success") is False:
             return f"{subject} failed: {error}"
         return f"{subject} was not done ({error})."
-    if name == "process_payment":
+    # The demo's own tools' results in words; a result without the fields a sentence needs
+    # (an agent's own tool of the same name) is reported as it came, never as "None°C".
+    if name == "process_payment" and _has(response, "transaction_id", "wallet_balance"):
         return (
             f"Sent {_num(response.get('amount', args.get('amount')))}"
             f" {response.get('currency', args.get('currency', 'USD'))}"
@@ -65,7 +67,7 @@ def describe(result: ToolResult) -> str:
             f" (transaction {response.get('transaction_id')})."
             f" Wallet balance: {_num(response.get('wallet_balance'))}."
         )
-    if name == "get_weather":
+    if name == "get_weather" and _has(response, "temperature", "condition"):
         location = response.get("location", args.get("location"))
         if response.get("condition") == "Unknown":
             return (
@@ -78,11 +80,15 @@ def describe(result: ToolResult) -> str:
         )
     if name == "get_location":
         return _describe_location(response)
-    if name == "change_bgm":
+    if name == "change_bgm" and "track" in response | args:
         return f"Now playing BGM track {response.get('track', args.get('track'))}."
-    if name == "draw_chart":
+    if name == "draw_chart" and _has(response, "bars", "filename"):
         return f"Here is your chart of {response.get('bars')} cities ({response.get('filename')})."
     return f"{name} returned {json.dumps(response, ensure_ascii=False, sort_keys=True)}."
+
+
+def _has(response: dict[str, Any], *fields: str) -> bool:
+    return all(response.get(f) is not None for f in fields)
 
 
 def _num(value: Any) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncGenerator, Iterator, Sequence
+from collections.abc import AsyncGenerator, Collection, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -45,11 +45,13 @@ class RefundLlm(ScriptedLlm):
 
     release: Any = None
 
-    def answer(self, contents: Sequence[types.Content]) -> Answer:
+    def answer(
+        self, contents: Sequence[types.Content], *, browser_tools: Collection[str] = ()
+    ) -> Answer:
         final = _final_status(contents)
         if final is not None:
             return Answer(text=f"The refund was {final}.")
-        return super().answer(contents)
+        return super().answer(contents, browser_tools=browser_tools)
 
     async def generate_content_async(
         self, llm_request: LlmRequest, stream: bool = False
