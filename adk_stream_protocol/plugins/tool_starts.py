@@ -22,13 +22,14 @@ body that ran out of order would have its change overwritten by an earlier call'
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import weakref
 from typing import Any
 
 from google.adk.events import Event
 from google.adk.plugins import BasePlugin
-from google.adk.sessions import BaseSessionService
+from google.adk.sessions import BaseSessionService, Session
 from google.adk.tools import BaseTool, ToolContext
 
 from adk_stream_protocol.coordination.base import ChatKey, ChatLease
@@ -90,6 +91,20 @@ class ToolStartPlugin(BasePlugin):
         order = self._order.setdefault(tool_context.invocation_id, asyncio.Lock())
         async with order:
             # The invocation's own session object: ADK's later appends see it as current.
-            await self._sessions.append_event(session, mark)
+            await append_whole(self._sessions, session, mark)
         logger.debug("tool start recorded chat=%s call=%s tool=%s", chat[1], call_id, tool.name)
         return None
+
+
+async def append_whole(service: BaseSessionService, session: Session, event: Event) -> None:
+    """``append_event``, finished even when the caller is cancelled meanwhile (a stop). Cut
+    after the store took the event but before the session object learnt its new revision,
+    it would leave that object stale, and ADK's own next append to it, the seal of the
+    aborted run, would be refused (``StaleSessionError``): the stop would end in an error."""
+    appending = asyncio.ensure_future(service.append_event(session, event))
+    try:
+        await asyncio.shield(appending)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await appending  # the store's own failure is the run's next append's to meet
+        raise
