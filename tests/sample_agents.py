@@ -11,16 +11,22 @@ often, whatever the server said."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 from google.adk.agents import LlmAgent
 from google.adk.agents.callback_context import CallbackContext
 from google.adk.apps import App, ResumabilityConfig
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
 from google.adk.tools import BaseTool, FunctionTool, LongRunningFunctionTool, ToolContext
 from google.adk.tools.agent_tool import AgentTool
 from google.genai import types
 from pydantic import BaseModel
 
+from adk_stream_protocol.demo.history import text_of
 from adk_stream_protocol.testing import Answer, ScriptedLlm, call
 
 
@@ -110,7 +116,43 @@ def resumable_bank_app(ledger: Ledger) -> App:
 # -- long-running tools: a support desk -----------------------------------------------------
 
 
-def support_agent(ledger: Ledger) -> LlmAgent:
+class TicketLlm(ScriptedLlm):
+    """The script, and answers about the ticket once its final result is in: the turn a
+    backend's result continues (held until ``release`` is set, so that a test's resume
+    attaches first), and any later question about it."""
+
+    release: Any = None
+
+    def answer(self, contents: Sequence[types.Content]) -> Answer:
+        status = _ticket_status(contents)
+        last = contents[-1] if contents else None
+        if status and last is not None and any(p.function_response for p in last.parts or []):
+            return Answer(text=f"The ticket is {status}.")
+        if status and "ticket" in text_of(last):
+            return Answer(text=f"Your ticket is {status}.")
+        return super().answer(contents)
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        if self.release is not None and _ticket_status(llm_request.contents):
+            await asyncio.to_thread(self.release.wait, 10)
+        async for response in super().generate_content_async(llm_request, stream):
+            yield response
+
+
+def _ticket_status(contents: Sequence[types.Content]) -> str | None:
+    """The ticket's final status, once a result other than "pending" came back."""
+    status = None
+    for content in contents:
+        for part in content.parts or []:
+            response = part.function_response
+            if response is not None and response.name == "escalate_ticket":
+                status = (response.response or {}).get("status")
+    return None if status in (None, "pending") else str(status)
+
+
+def support_agent(ledger: Ledger, release: threading.Event | None = None) -> LlmAgent:
     """A long-running tool a backend completes later (it answers "pending" at once), and one
     the browser runs (its function returns nothing)."""
 
@@ -123,12 +165,13 @@ def support_agent(ledger: Ledger) -> LlmAgent:
         """The page scans a barcode with the camera; nothing to do here."""
         ledger.record("scan asked")
 
-    model = ScriptedLlm(
+    model = TicketLlm(
         script={
             "broken": [call("escalate_ticket", issue="screen"), "A person will look at it."],
             "scan": [call("scan_barcode"), "Thanks, I have the code."],
         }
     )
+    model.release = release
     return LlmAgent(
         name="support",
         model=model,

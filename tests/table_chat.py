@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
@@ -42,6 +43,8 @@ class TableChat:
         self.messages: list[dict[str, Any]] = []
         self._responses: list[list[dict[str, Any]]] = []  # those of the last assistant message
         self._socket: InProcessSocket | None = None
+        # The browser's outputs, by call: the page keeps them on their parts (no chunk does).
+        self._outputs: dict[str, Any] = {}
         # The id of each call the chat's answers made, in order (a test checks they differ).
         self.call_ids: list[str] = []
 
@@ -62,24 +65,29 @@ class TableChat:
 
     def tool_output(self, call_id: str, output: Any) -> ChatResponse:
         """``addToolOutput`` for a browser call, then the automatic send."""
-        for part in self.messages[-1]["parts"]:
-            if part.get("toolCallId") == call_id:
-                part.update(state="output-available", output=output)
-                return self._request()
-        raise AssertionError(f"no call {call_id} in the last message")
+        assert any(p.get("toolCallId") == call_id for p in self.messages[-1]["parts"]), call_id
+        self._outputs[call_id] = output
+        self._apply_outputs(self.messages[-1])
+        return self._request()
 
-    def resume(self) -> list[dict[str, Any]]:
-        """``useChat({ resume: true })``: the chat's active response, or ``[]`` for none."""
+    def resume(self, started: Callable[[], None] = lambda: None) -> list[dict[str, Any]]:
+        """``useChat({ resume: true })``: the chat's active response, or ``[]`` for none;
+        ``started`` is called once its first chunk has arrived."""
         if self.transport == "ai7":
             request_id = uuid.uuid4().hex[:16]
-            self._frame({"type": "resume", "requestId": request_id, "id": self.chat_id})
-            return self._read_ai7(request_id)
+            frame = {"type": "resume", "requestId": request_id, "id": self.chat_id}
+            self._frame(frame | {"headers": {}, "body": {}})
+            return self._read_ai7(request_id, started)
         assert self.transport == "stream", "our /live socket resumes by reconnecting"
-        response = self.http.get(f"/stream/{quote(self.chat_id, safe='')}/stream")
-        if response.status_code == 204:
-            return []
-        assert response.status_code == 200, response.text
-        return self._checked(response.text)
+        path = f"/stream/{quote(self.chat_id, safe='')}/stream"
+        with self.http.stream("GET", path) as response:
+            if response.status_code == 204:
+                return []
+            assert response.status_code == 200, response.read()
+            lines = response.iter_lines()
+            first = next(line for line in lines if line.startswith("data: "))
+            started()
+            return self._checked("\n".join([first, *lines]) + "\n")
 
     def close(self) -> None:
         if self._socket is not None:
@@ -109,12 +117,18 @@ class TableChat:
             chunks = self._read_ai7(request_id)
         self._note_calls(chunks)
         self._responses.append(chunks)
-        message = assistant_message(*self._responses)
+        message = self._apply_outputs(assistant_message(*self._responses))
         if self.messages[-1]["role"] == "assistant":
             self.messages[-1] = message
         else:
             self.messages.append(message)
         return ChatResponse(200, json.dumps(chunks), chunks, message)
+
+    def _apply_outputs(self, message: dict[str, Any]) -> dict[str, Any]:
+        for part in message["parts"]:
+            if part.get("toolCallId") in self._outputs and part["state"] == "input-available":
+                part.update(state="output-available", output=self._outputs[part["toolCallId"]])
+        return message
 
     def _connect(self) -> InProcessSocket:
         if self._socket is None:
@@ -139,7 +153,9 @@ class TableChat:
             if sse_payloads(frame) == ["[DONE]"]:
                 return self._checked("".join(frames))
 
-    def _read_ai7(self, request_id: str) -> list[dict[str, Any]]:
+    def _read_ai7(
+        self, request_id: str, started: Callable[[], None] = lambda: None
+    ) -> list[dict[str, Any]]:
         socket = self._connect()
         chunks: list[dict[str, Any]] = []
         while True:
@@ -147,8 +163,12 @@ class TableChat:
             assert frame["requestId"] == request_id, frame  # one request at a time here
             if frame["type"] == "chunk":
                 chunks.append(frame["chunk"])
+                if len(chunks) == 1:
+                    started()
             elif frame["type"] == "no-active":
                 return []
+            elif frame["type"] == "start":
+                continue  # a resume found the chat's active response
             else:
                 assert frame["type"] == "end", frame
                 body = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
