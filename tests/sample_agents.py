@@ -214,8 +214,10 @@ def travel_agent(ledger: Ledger) -> LlmAgent:
     visas = LlmAgent(
         name="visas",
         description="Answers visa questions.",
+        # After a transfer, the latest "user" message a sub-agent's model sees is ADK's "For
+        # context: ..." account of the transfer, so its script answers any message ("").
         model=ScriptedLlm(
-            script={"visa": [call("check_visa", country="France"), "No visa needed for France."]}
+            script={"": [call("check_visa", country="France"), "No visa needed for France."]}
         ),
         tools=[check_visa],
     )
@@ -309,9 +311,10 @@ def reporter_agent(ledger: Ledger) -> LlmAgent:
     return LlmAgent(name="reporter", model=model, tools=[export_report])
 
 
-def counter_agent(ledger: Ledger) -> LlmAgent:
+def counter_agent(ledger: Ledger, count_turns: bool = False) -> LlmAgent:
     """Tools that read and write session state, and an agent that checks its own state after
-    each turn (it fails loudly when the state is not what its tools left)."""
+    each turn (it fails loudly when the state is not what its tools left); with
+    ``count_turns``, a before-agent callback also counts the turns in state."""
 
     def add_note(text: str, tool_context: ToolContext) -> dict[str, Any]:
         if "notes" not in tool_context.state:
@@ -324,14 +327,15 @@ def counter_agent(ledger: Ledger) -> LlmAgent:
     def list_notes(tool_context: ToolContext) -> dict[str, Any]:
         return {"notes": tool_context.state.get("notes", [])}
 
-    def count_turns(callback_context: CallbackContext) -> None:
-        turns = callback_context.state.get("turns", 0)
-        callback_context.state["turns"] = turns + 1
+    def add_turn(callback_context: CallbackContext) -> None:
+        callback_context.state["turns"] = callback_context.state.get("turns", 0) + 1
 
     def check_state(callback_context: CallbackContext) -> None:
         notes = callback_context.state.get("notes", [])
         assert isinstance(notes, list), f"notes is {notes!r}"
-        assert callback_context.state["turns"] >= len(notes) > 0 or not notes
+        assert len(set(notes)) == len(notes), f"a note was added twice: {notes}"
+        if count_turns:
+            assert callback_context.state["turns"] >= len(notes), callback_context.state
 
     model = ScriptedLlm(
         script={
@@ -344,6 +348,6 @@ def counter_agent(ledger: Ledger) -> LlmAgent:
         name="counter",
         model=model,
         tools=[add_note, list_notes],
-        before_agent_callback=count_turns,
+        before_agent_callback=add_turn if count_turns else None,
         after_agent_callback=check_state,
     )

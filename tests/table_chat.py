@@ -35,8 +35,15 @@ TRANSPORTS = ("stream", "ai7", "live")
 class TableChat:
     """One chat on one transport (its socket opened on first use, closed by ``close``)."""
 
-    def __init__(self, http: TestClient, transport: str, chat_id: str | None = None) -> None:
+    def __init__(
+        self,
+        http: TestClient,
+        transport: str,
+        chat_id: str | None = None,
+        timeout: float = HTTP_TIMEOUT,
+    ) -> None:
         assert transport in TRANSPORTS, transport
+        self.timeout = timeout  # seconds a socket read waits for the next frame
         self.http = http
         self.transport = transport
         self.chat_id = chat_id or f"{transport}-{uuid.uuid4().hex[:10]}"
@@ -145,7 +152,7 @@ class TableChat:
         socket = self._connect()
         frames: list[str] = []
         while True:
-            frame = socket.recv(HTTP_TIMEOUT)
+            frame = socket.recv(self.timeout)
             if not frame.startswith("data:"):
                 assert json.loads(frame).get("type") != "error", f"/live refused: {frame}"
                 continue
@@ -159,7 +166,7 @@ class TableChat:
         socket = self._connect()
         chunks: list[dict[str, Any]] = []
         while True:
-            frame = json.loads(socket.recv(HTTP_TIMEOUT))
+            frame = json.loads(socket.recv(self.timeout))
             assert frame["requestId"] == request_id, frame  # one request at a time here
             if frame["type"] == "chunk":
                 chunks.append(frame["chunk"])
