@@ -1,0 +1,196 @@
+"""One chat driven as ``useChat`` drives it, on any of the three transports of the behaviour
+table (README, "Every ADK feature on every transport"):
+
+- ``stream``: ``POST /stream`` (``DefaultChatTransport``);
+- ``ai7``: ai 7's ``WebSocketChatTransport`` protocol on ``/live`` (``send`` frames);
+- ``live``: our ``/live?chatId=`` socket (``message`` frames, ``run_live``).
+
+Each request carries the whole chat; approvals and browser outputs continue the assistant
+message, as the stock helpers do. Every response is checked against what the AI SDK client
+requires (``assert_valid_stream``: ai 7's chunk set on ``ai7``, the portable one elsewhere),
+and the chat keeps every call's id.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import quote
+
+from starlette.testclient import TestClient
+
+from adk_stream_protocol.testing import (
+    ChatResponse,
+    answer_approvals,
+    assistant_message,
+    sse_payloads,
+)
+from tests.support import HTTP_TIMEOUT, InProcessSocket, StreamResult, assert_valid_stream
+
+TRANSPORTS = ("stream", "ai7", "live")
+
+
+class TableChat:
+    """One chat on one transport (its socket opened on first use, closed by ``close``)."""
+
+    def __init__(
+        self,
+        http: TestClient,
+        transport: str,
+        chat_id: str | None = None,
+        timeout: float = HTTP_TIMEOUT,
+    ) -> None:
+        assert transport in TRANSPORTS, transport
+        self.timeout = timeout  # seconds a socket read waits for the next frame
+        self.http = http
+        self.transport = transport
+        self.chat_id = chat_id or f"{transport}-{uuid.uuid4().hex[:10]}"
+        self.messages: list[dict[str, Any]] = []
+        self._responses: list[list[dict[str, Any]]] = []  # those of the last assistant message
+        self._socket: InProcessSocket | None = None
+        # The browser's outputs, by call: the page keeps them on their parts (no chunk does).
+        self._outputs: dict[str, Any] = {}
+        # The id of each call the chat's answers made, in order (a test checks they differ).
+        self.call_ids: list[str] = []
+
+    # -- what the page does ------------------------------------------------------------------
+
+    def send(self, text: str) -> ChatResponse:
+        """``sendMessage({ text })``."""
+        number = sum(m["role"] == "user" for m in self.messages) + 1
+        parts = [{"type": "text", "text": text}]
+        self.messages.append({"id": f"user-{number}", "role": "user", "parts": parts})
+        self._responses = []
+        return self._request()
+
+    def approve(self, *decisions: bool) -> ChatResponse:
+        """``addToolApprovalResponse`` for each waiting call, then the automatic send."""
+        answer_approvals(self.messages[-1], *decisions)
+        return self._request()
+
+    def tool_output(self, call_id: str, output: Any) -> ChatResponse:
+        """``addToolOutput`` for a browser call, then the automatic send."""
+        assert any(p.get("toolCallId") == call_id for p in self.messages[-1]["parts"]), call_id
+        self._outputs[call_id] = output
+        self._apply_outputs(self.messages[-1])
+        return self._request()
+
+    def resume(self, started: Callable[[], None] = lambda: None) -> list[dict[str, Any]]:
+        """``useChat({ resume: true })``: the chat's active response, or ``[]`` for none;
+        ``started`` is called once its first chunk has arrived."""
+        if self.transport == "ai7":
+            request_id = uuid.uuid4().hex[:16]
+            frame = {"type": "resume", "requestId": request_id, "id": self.chat_id}
+            self._frame(frame | {"headers": {}, "body": {}})
+            return self._read_ai7(request_id, started)
+        assert self.transport == "stream", "our /live socket resumes by reconnecting"
+        path = f"/stream/{quote(self.chat_id, safe='')}/stream"
+        with self.http.stream("GET", path) as response:
+            if response.status_code == 204:
+                return []
+            assert response.status_code == 200, response.read()
+            lines = response.iter_lines()
+            first = next(line for line in lines if line.startswith("data: "))
+            started()
+            return self._checked("\n".join([first, *lines]) + "\n")
+
+    def close(self) -> None:
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
+
+    # -- the wire ----------------------------------------------------------------------------
+
+    def _request(self) -> ChatResponse:
+        body: dict[str, Any] = {
+            "id": self.chat_id,
+            "messages": self.messages,
+            "trigger": "submit-message",
+        }
+        if self.messages[-1]["role"] == "assistant":
+            body["messageId"] = self.messages[-1]["id"]  # as the stock client continues one
+        if self.transport == "stream":
+            response = self.http.post("/stream", json=body)
+            assert response.status_code == 200, response.text
+            chunks = self._checked(response.text)
+        elif self.transport == "live":
+            self._frame({"type": "message", "version": "1", **body})
+            chunks = self._read_live()
+        else:
+            request_id = uuid.uuid4().hex[:16]
+            self._frame({"type": "send", "requestId": request_id, "headers": {}, "body": {}} | body)
+            chunks = self._read_ai7(request_id)
+        self._note_calls(chunks)
+        self._responses.append(chunks)
+        message = self._apply_outputs(assistant_message(*self._responses))
+        if self.messages[-1]["role"] == "assistant":
+            self.messages[-1] = message
+        else:
+            self.messages.append(message)
+        return ChatResponse(200, json.dumps(chunks), chunks, message)
+
+    def _apply_outputs(self, message: dict[str, Any]) -> dict[str, Any]:
+        for part in message["parts"]:
+            if part.get("toolCallId") in self._outputs and part["state"] == "input-available":
+                part.update(state="output-available", output=self._outputs[part["toolCallId"]])
+        return message
+
+    def _connect(self) -> InProcessSocket:
+        if self._socket is None:
+            path = "/live"
+            if self.transport == "live":
+                path += f"?chatId={quote(self.chat_id, safe='')}"
+            self._socket = InProcessSocket(self.http, f"ws://localhost{path}", {})
+        return self._socket
+
+    def _frame(self, frame: dict[str, Any]) -> None:
+        self._connect().send(json.dumps(frame))
+
+    def _read_live(self) -> list[dict[str, Any]]:
+        socket = self._connect()
+        frames: list[str] = []
+        while True:
+            frame = socket.recv(self.timeout)
+            if not frame.startswith("data:"):
+                assert json.loads(frame).get("type") != "error", f"/live refused: {frame}"
+                continue
+            frames.append(frame)
+            if sse_payloads(frame) == ["[DONE]"]:
+                return self._checked("".join(frames))
+
+    def _read_ai7(
+        self, request_id: str, started: Callable[[], None] = lambda: None
+    ) -> list[dict[str, Any]]:
+        socket = self._connect()
+        chunks: list[dict[str, Any]] = []
+        while True:
+            frame = json.loads(socket.recv(self.timeout))
+            assert frame["requestId"] == request_id, frame  # one request at a time here
+            if frame["type"] == "chunk":
+                chunks.append(frame["chunk"])
+                if len(chunks) == 1:
+                    started()
+            elif frame["type"] == "no-active":
+                return []
+            elif frame["type"] == "start":
+                continue  # a resume found the chat's active response
+            else:
+                assert frame["type"] == "end", frame
+                body = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+                return self._checked(body)
+
+    def _checked(self, body: str) -> list[dict[str, Any]]:
+        payloads = sse_payloads(body)
+        chunks = [json.loads(p) for p in payloads if p != "[DONE]"]
+        result = StreamResult(200, {}, body, payloads, chunks)
+        assert_valid_stream(result, ai_sdk=7 if self.transport == "ai7" else 6)
+        return chunks
+
+    def _note_calls(self, chunks: list[dict[str, Any]]) -> None:
+        held = self.messages[-1] if self.messages[-1]["role"] == "assistant" else {"parts": []}
+        continued = {p.get("toolCallId") for p in held["parts"]}
+        for chunk in chunks:
+            if chunk["type"] == "tool-input-start" and chunk["toolCallId"] not in continued:
+                self.call_ids.append(chunk["toolCallId"])
