@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Collection, Sequence
 from typing import Any
 
 from google.adk.agents import LlmAgent
@@ -123,14 +123,16 @@ class TicketLlm(ScriptedLlm):
 
     release: Any = None
 
-    def answer(self, contents: Sequence[types.Content]) -> Answer:
+    def answer(
+        self, contents: Sequence[types.Content], *, browser_tools: Collection[str] = ()
+    ) -> Answer:
         status = _ticket_status(contents)
         last = contents[-1] if contents else None
         if status and last is not None and any(p.function_response for p in last.parts or []):
             return Answer(text=f"The ticket is {status}.")
         if status and "ticket" in text_of(last):
             return Answer(text=f"Your ticket is {status}.")
-        return super().answer(contents)
+        return super().answer(contents, browser_tools=browser_tools)
 
     async def generate_content_async(
         self, llm_request: LlmRequest, stream: bool = False

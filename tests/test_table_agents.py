@@ -109,14 +109,7 @@ def test_a_transfer_hands_the_turn_to_a_sub_agent_whose_calls_show(
     [
         "stream",
         "ai7",
-        pytest.param(
-            "live",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="issue 24 point 6: the scripted live connection restarts its call ids "
-                "at function-call-1 for each agent",
-            ),
-        ),
+        "live",
     ],
 )
 def test_every_call_of_a_chat_has_its_own_id_across_agents(
