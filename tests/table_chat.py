@@ -137,6 +137,11 @@ class TableChat:
                 part.update(state="output-available", output=self._outputs[part["toolCallId"]])
         return message
 
+    def connect(self) -> None:
+        """Open the socket now, before the first message (the socket transports)."""
+        if self.transport != "stream":
+            self._connect()
+
     def _connect(self) -> InProcessSocket:
         if self._socket is None:
             path = "/live"

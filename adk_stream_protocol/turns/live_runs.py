@@ -197,7 +197,10 @@ class LiveRun:
     async def _dispatch(self, event: Event) -> None:
         if event.turn_complete:
             self._model_idle.set()
-        else:
+        elif event.content is not None or event.output_transcription is not None:
+            # The model speaks. Not an agent's own event without content (a before-agent
+            # callback's state change, before the model has said anything): taken for the
+            # model's turn, it made the next message wait for a turn_complete never coming.
             self._model_idle.clear()
         if self._discard_until_turn_end:
             # An interrupted turn still ends with turn_complete (after `interrupted`).
