@@ -15,7 +15,7 @@ from tests.real_client import CLIENTS, STOCK, V7, drive, text_of, tool_parts
 from tests.support import ServerPool
 
 LEAVE_AGENT = {"ADK_STREAM_AGENT": "tests.leave_agent:root_agent"}
-EDITED = [
+EDITED: list[dict[str, Any]] = [
     {"action": "send", "text": "5 days off please"},
     {"action": "approve", "approved": True, "payload": {"approved_days": 3}},
 ]
