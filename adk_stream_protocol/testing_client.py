@@ -88,10 +88,14 @@ def _add_data_part(parts: list[dict[str, Any]], chunk: Mapping[str, Any]) -> Non
     parts.append(part)
 
 
+def _awaits_approval(part: Mapping[str, Any]) -> bool:
+    return part.get("state") == "approval-requested"
+
+
 def answer_approvals(message: dict[str, Any], *decisions: bool) -> dict[str, Any]:
     """What ``addToolApprovalResponse`` does: the parts awaiting approval, in order, get
     the decisions (one for each)."""
-    requested = [p for p in message["parts"] if p.get("state") == "approval-requested"]
+    requested = [p for p in message["parts"] if _awaits_approval(p)]
     if len(requested) != len(decisions):
         raise ValueError(f"{len(requested)} calls await approval, {len(decisions)} decisions")
     for part, approved in zip(requested, decisions, strict=True):
@@ -196,14 +200,30 @@ class AgentClient:
         state.responses, state.outputs = [], {}
         return self._request(chat, state, live)
 
-    def approve(self, *decisions: bool, chat: str = "chat-1", live: bool = False) -> ChatResponse:
+    def approve(
+        self,
+        *decisions: bool,
+        chat: str = "chat-1",
+        live: bool = False,
+        payload: dict[str, Any] | None = None,
+    ) -> ChatResponse:
         """Approve (``True``) or deny (``False``) the calls of the last answer that await
         approval, in order, and read the continued answer. On ``/live`` the calls wait on
-        the socket that asked: approve with ``live=True`` as the message was sent."""
+        the socket that asked: approve with ``live=True`` as the message was sent.
+
+        ``payload`` answers the one call awaiting approval with a payload the user edited
+        (a ``data-approval-response`` part, docs/adr/0041)."""
         state = self._chats[chat]
         if not state.messages or state.messages[-1]["role"] != "assistant":
             raise ValueError("the chat's last message is not an answer awaiting approval")
-        answer_approvals(state.messages[-1], *decisions)
+        message = state.messages[-1]
+        asked = [p["approval"]["id"] for p in message["parts"] if _awaits_approval(p)]
+        answer_approvals(message, *decisions)
+        if payload is not None:
+            if len(asked) != 1:
+                raise ValueError(f"a payload answers one approval; {len(asked)} await one")
+            part = {"type": "data-approval-response", "id": asked[0], "data": {"payload": payload}}
+            message["parts"].append(part)
         return self._request(chat, state, live)
 
     def tool_output(

@@ -57,7 +57,8 @@
 //      the server, as another tab's Stop does; statuses in `serverStops`)
 //     {action:"regenerate", messageId? | messageIndex?}
 //     {action:"approve", approved? (bool, or one per matching part), reason?,
-//      toolName?, toolCallId?, output? | errorText? (run the tool as approved)}
+//      toolName?, toolCallId?, output? | errorText? (run the tool as approved),
+//      payload? (an edited confirmation payload: a data-approval-response part)}
 //     {action:"toolOutput", toolName?, toolCallId?, output? | errorText?}
 //     {action:"stop", afterChunks}   arms a stop for the NEXT response: it is
 //      cut after `afterChunks` chunks, the frames after the cut are held back
@@ -1023,6 +1024,18 @@ async function runStep(ctx, step) {
         throw new Error(`approve: ${decisions.length} decisions for ${parts.length} parts`);
       }
       for (const [index, part] of parts.entries()) {
+        if (step.payload !== undefined) {
+          // The user edited the confirmation's payload: the page adds it to the message the
+          // decision goes in, as a data part (ADR 0041); addToolApprovalResponse keeps it.
+          const answer = {
+            type: 'data-approval-response',
+            id: part.approval.id,
+            data: { payload: step.payload },
+          };
+          chat.messages = chat.messages.map(message =>
+            message.id === last.id ? { ...message, parts: [...message.parts, answer] } : message,
+          );
+        }
         await chat.addToolApprovalResponse({
           id: part.approval.id,
           approved: decisions[index],

@@ -1,5 +1,6 @@
 """A test agent shaped like ADK's human-in-the-loop samples, written for these tests: a tool
-that asks for confirmation from inside its body (``request_confirmation(hint=..., payload=...)``),
+that asks for confirmation from inside its body (``request_confirmation(hint=..., payload=...)``,
+and one with a hint alone),
 a long-running tool that files a request and answers "pending", and a long-running tool the
 browser runs (it returns nothing).
 
@@ -44,6 +45,16 @@ def request_time_off(days: int, tool_context: ToolContext) -> dict[str, Any]:
     return {"status": "ok", "approved_days": approved}
 
 
+def cancel_time_off(tool_context: ToolContext) -> dict[str, Any]:
+    """Cancels the booked days after asking, with a hint and no payload."""
+    confirmation = tool_context.tool_confirmation
+    if confirmation is None:
+        tool_context.request_confirmation(hint="Cancel all your booked days?")
+        return {"status": "Confirmation is required."}
+    _record(tool_context, "cancelled" if confirmation.confirmed else "kept")
+    return {"cancelled": confirmation.confirmed}
+
+
 def file_reimbursement(purpose: str, amount: float, tool_context: ToolContext) -> dict[str, Any]:
     """Files a reimbursement; a person approves it later, so the answer is "pending"."""
     _record(tool_context, "filed")
@@ -58,6 +69,7 @@ def locate_device(tool_context: ToolContext) -> None:
 SCRIPT = {
     "days off": [call("request_time_off", days=5), "Your time off request is settled."],
     "one day": [call("request_time_off", days=1), "One day booked."],
+    "cancel": [call("cancel_time_off"), "Done."],
     "reimburse": [
         call("file_reimbursement", purpose="travel", amount=120.0),
         "Filed; it is pending approval.",
@@ -71,6 +83,7 @@ root_agent = LlmAgent(
     instruction="Handle time off, reimbursements and devices.",
     tools=[
         request_time_off,
+        cancel_time_off,
         LongRunningFunctionTool(file_reimbursement),
         LongRunningFunctionTool(locate_device),
     ],

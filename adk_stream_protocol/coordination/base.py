@@ -26,6 +26,15 @@ ChatKey = tuple[str, str]  # (user id, chat id): a chat belongs to its user
 Outcome = Literal["approved", "denied", "timeout", "cancelled"]
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """The end of an approval's wait: its outcome, and the payload the user answered with
+    (an edited one, docs/adr/0041), if any."""
+
+    outcome: Outcome
+    payload: Any = None
+
+
 class ChatLease(Protocol):
     """The right to run one chat, held until released (released once, whoever calls).
 
@@ -75,6 +84,9 @@ class WaitingCall:
     call_id: str
     tool_name: str
     approval_id: str | None = None  # set for an approval; None for a browser result
+    # What an in-tool confirmation asks with (docs/adr/0041): shown on the page.
+    hint: str | None = None
+    payload: Any = None
 
 
 class PendingCalls(Protocol):
@@ -96,7 +108,18 @@ class PendingCalls(Protocol):
         self, chat: ChatKey, call_id: str, tool_name: str, timeout_seconds: float
     ) -> Outcome: ...
 
-    async def decide(self, chat: ChatKey, approval_id: str, approved: bool) -> None: ...
+    async def ask_confirmation(
+        self,
+        chat: ChatKey,
+        call: WaitingCall,
+        timeout_seconds: float,
+    ) -> Verdict:
+        """``ask_approval`` for ``call`` (its ``approval_id`` is set here), with the payload
+        the user answered with."""
+
+    async def decide(
+        self, chat: ChatKey, approval_id: str, approved: bool, payload: Any = None
+    ) -> None: ...
 
     async def wait_result(
         self, chat: ChatKey, call_id: str, timeout_seconds: float, unwatched: dict[str, Any]

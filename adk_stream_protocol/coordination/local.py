@@ -10,7 +10,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import AsyncGenerator, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from adk_stream_protocol.coordination.base import (
@@ -18,6 +18,7 @@ from adk_stream_protocol.coordination.base import (
     ChatLease,
     Coordination,
     Outcome,
+    Verdict,
     WaitingCall,
 )
 from adk_stream_protocol.protocol.tool_calls import BROWSER_TIMEOUT_RESULT
@@ -122,14 +123,25 @@ class LocalPendingCalls:
     async def ask_approval(
         self, chat: ChatKey, call_id: str, tool_name: str, timeout_seconds: float
     ) -> Outcome:
-        call = WaitingCall(call_id, tool_name, approval_id=f"apr_{uuid.uuid4().hex}")
-        outcome: Outcome = await self._wait(chat, call, timeout_seconds, "timeout", "cancelled")
-        if outcome == "timeout":
-            logger.info("approval %s for %s timed out", call.approval_id, tool_name)
-        return outcome
+        verdict = await self.ask_confirmation(
+            chat, WaitingCall(call_id, tool_name), timeout_seconds
+        )
+        return verdict.outcome
 
-    async def decide(self, chat: ChatKey, approval_id: str, approved: bool) -> None:
-        self._resolve(chat, approval_id, "approved" if approved else "denied")
+    async def ask_confirmation(
+        self, chat: ChatKey, call: WaitingCall, timeout_seconds: float
+    ) -> Verdict:
+        call = replace(call, approval_id=f"apr_{uuid.uuid4().hex}")
+        timeout, cancelled = Verdict("timeout"), Verdict("cancelled")
+        verdict: Verdict = await self._wait(chat, call, timeout_seconds, timeout, cancelled)
+        if verdict.outcome == "timeout":
+            logger.info("approval %s for %s timed out", call.approval_id, call.tool_name)
+        return verdict
+
+    async def decide(
+        self, chat: ChatKey, approval_id: str, approved: bool, payload: Any = None
+    ) -> None:
+        self._resolve(chat, approval_id, Verdict("approved" if approved else "denied", payload))
 
     async def wait_result(
         self, chat: ChatKey, call_id: str, timeout_seconds: float, unwatched: dict[str, Any]
@@ -160,7 +172,7 @@ class LocalPendingCalls:
         for waiter in calls.waiters.values():
             if not waiter.answer.done():
                 approval = waiter.call.approval_id is not None
-                waiter.answer.set_result("cancelled" if approval else result)
+                waiter.answer.set_result(Verdict("cancelled") if approval else result)
 
     async def waiting(self, chat: ChatKey) -> list[WaitingCall]:
         calls = self._chats.get(chat)

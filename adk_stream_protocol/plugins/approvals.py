@@ -21,7 +21,13 @@ from google.adk.plugins import BasePlugin
 from google.adk.tools import BaseTool, FunctionTool, ToolContext
 from google.adk.tools.tool_confirmation import ToolConfirmation
 
-from adk_stream_protocol.coordination.base import ChatKey, Outcome, PendingCalls
+from adk_stream_protocol.coordination.base import (
+    ChatKey,
+    Outcome,
+    PendingCalls,
+    Verdict,
+    WaitingCall,
+)
 from adk_stream_protocol.plugins.tool_reruns import rerun_confirmed
 from adk_stream_protocol.protocol.tool_calls import (
     APPROVAL_CANCELLED_RESULT,
@@ -55,7 +61,7 @@ class LiveApprovalPlugin(BasePlugin):
             return None  # the re-run of an answered confirmation: decided already
         if not await _requires_approval(tool, tool_args, tool_context):
             return None
-        outcome = await self._ask(tool, tool_context)
+        outcome = (await self._ask(tool, tool_context)).outcome
         if outcome == "denied":
             return dict(REJECTED_RESULT)
         if outcome != "approved":
@@ -77,12 +83,14 @@ class LiveApprovalPlugin(BasePlugin):
         asked = tool_context.actions.requested_tool_confirmations
         # Taken out of the call's actions: the answer, not a placeholder, is the call's result.
         while (request := asked.pop(call_id, None)) is not None:
-            outcome = await self._ask(tool, tool_context)
-            if outcome not in ("approved", "denied"):
-                return dict(_UNANSWERED[outcome])
-            # As /stream answers ADK: the decision, and the payload the tool asked with.
+            verdict = await self._ask(tool, tool_context, request)
+            if verdict.outcome not in ("approved", "denied"):
+                return dict(_UNANSWERED[verdict.outcome])
+            # As /stream answers ADK: the decision, and the payload the user edited, else the
+            # one the tool asked with (docs/adr/0041).
+            payload = verdict.payload if verdict.payload is not None else request.payload
             confirmation = ToolConfirmation(
-                confirmed=outcome == "approved", payload=request.payload
+                confirmed=verdict.outcome == "approved", payload=payload
             )
             answer = await rerun_confirmed(tool, tool_args, tool_context, confirmation)
         if tool.is_long_running and not answer:
@@ -91,13 +99,15 @@ class LiveApprovalPlugin(BasePlugin):
             )
         return None if answer is result else answer
 
-    async def _ask(self, tool: BaseTool, tool_context: ToolContext) -> Outcome:
+    async def _ask(
+        self, tool: BaseTool, tool_context: ToolContext, asked: ToolConfirmation | None = None
+    ) -> Verdict:
         call_id = tool_context.function_call_id or ""
-        outcome = await self._pending.ask_approval(
-            _chat(tool_context), call_id, tool.name, self._timeout
-        )
-        self._on_outcome(outcome)
-        return outcome
+        hint, payload = (asked.hint, asked.payload) if asked is not None else (None, None)
+        call = WaitingCall(call_id, tool.name, hint=hint, payload=payload)
+        verdict = await self._pending.ask_confirmation(_chat(tool_context), call, self._timeout)
+        self._on_outcome(verdict.outcome)
+        return verdict
 
 
 def _chat(tool_context: ToolContext) -> ChatKey:

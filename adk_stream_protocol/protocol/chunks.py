@@ -5,8 +5,9 @@ wire. Only the portable field set is modelled: the keys that the strict ai@6.0.2
 Newer-only keys (``inputEncoding``, ``toolMetadata``, ``signature``…) are left out on purpose,
 because a 6.0.25 client rejects a chunk that carries them. The few that ai 7 adds and this
 server uses (``text-end.citations``, ``tool-approval-response``, the finish reason
-``interrupted``) are marked "ai 7 only": the converter sends them only to a client known to be
-ai 7 (docs/adr/0023).
+``interrupted``, a ``tool-approval-request``'s ``reason`` and ``approvalDescriptor``) are
+marked "ai 7 only": the converter sends them only to a client known to be ai 7
+(docs/adr/0023).
 
 Serialisation rules (see docs/adr/0002-chunk-catalogue.md):
 
@@ -214,6 +215,10 @@ class ToolApprovalRequestChunk(BaseChunk):
     type: Literal["tool-approval-request"] = "tool-approval-request"
     approval_id: str
     tool_call_id: str
+    # ai 7 only: a confirmation's hint (the client's `approval.requestReason`) and payload
+    # (`approval.descriptor`) (docs/adr/0041).
+    reason: str | None = None
+    approval_descriptor: UnknownJson = None
 
 
 class ToolApprovalResponseChunk(BaseChunk):

@@ -44,7 +44,6 @@ from adk_stream_protocol.protocol.chunks import (
     FinishChunk,
     FinishReason,
     StartChunk,
-    ToolApprovalRequestChunk,
     ToolApprovalResponseChunk,
     ToolInputAvailableChunk,
     ToolInputStartChunk,
@@ -52,6 +51,7 @@ from adk_stream_protocol.protocol.chunks import (
     ToolOutputDeniedChunk,
     ToolOutputErrorChunk,
 )
+from adk_stream_protocol.protocol.confirmations import approval_request_chunks
 from adk_stream_protocol.protocol.event_values import (
     is_audio,
     json_safe,
@@ -174,12 +174,14 @@ class StreamProtocolConverter:
                     self._convert_tool_results(event, parts, out, skip=introduced)
         return out
 
-    def approval_request(self, approval_id: str, call_id: str) -> list[BaseChunk]:
-        """A server-made approval request (live mode gates tools itself, docs/adr/0013)."""
+    def approval_request(
+        self, approval_id: str, call_id: str, hint: str | None = None, payload: Any = None
+    ) -> list[BaseChunk]:
+        """An approval request, with its hint and payload (docs/adr/0013, 0041)."""
         out: list[BaseChunk] = []
         if not self._blocks.step_open:
             out.extend(self._blocks.new_step())
-        out.append(ToolApprovalRequestChunk(approval_id=approval_id, tool_call_id=call_id))
+        out.extend(approval_request_chunks(approval_id, call_id, hint, payload, self._ai_sdk))
         self._awaiting_client.add(approval_id)
         return out
 
@@ -309,12 +311,11 @@ class StreamProtocolConverter:
             if not original_id:
                 logger.warning("confirmation request %s names no original call", call_id)
                 return
+            asked = (call.args or {}).get("toolConfirmation")
+            hint, payload = (asked.get(k) for k in ("hint", "payload")) if asked else (None, None)
             # Same step as the tool part it gates: a start-step in between would hide the
             # part from the stock approval helper.
-            if not self._blocks.step_open:
-                out.extend(self._blocks.new_step())
-            out.append(ToolApprovalRequestChunk(approval_id=call_id, tool_call_id=original_id))
-            self._awaiting_client.add(call_id)
+            out.extend(self.approval_request(call_id, original_id, hint, payload))
             return
         self._blocks.ensure_step(out)
         name = call.name or "unknown"

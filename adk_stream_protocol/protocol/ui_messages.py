@@ -15,10 +15,16 @@ from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, Tag, ValidationError
 from pydantic.alias_generators import to_camel
+from pydantic_core import to_json
 
 from adk_stream_protocol.foundation.errors import RequestError
 from adk_stream_protocol.foundation.limits import RequestLimits, read_json
 from adk_stream_protocol.protocol.chunks import UnknownJson
+
+# The part a page adds to the message that answers a confirmation, with the payload the user
+# edited: {"type": "data-approval-response", "id": <approval id>, "data": {"payload": {...}}}
+# (docs/adr/0041).
+APPROVAL_RESPONSE_PART = "data-approval-response"
 
 # Chat ids become ADK session ids and appear in logs: keep them to a safe alphabet.
 CHAT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
@@ -316,6 +322,9 @@ def check_limits(request: ChatRequest, limits: RequestLimits) -> None:
                     f"a file in message {message.id!r} is larger than "
                     f"{limits.max_file_bytes} bytes",
                 )
+        for part in message.parts:
+            if isinstance(part, DataUIPart) and part.type == APPROVAL_RESPONSE_PART:
+                _check_edited_payload(part, message.id, limits)
         chars = message.typed_text_chars()
         if chars > limits.max_message_chars:
             raise RequestError(
@@ -323,6 +332,24 @@ def check_limits(request: ChatRequest, limits: RequestLimits) -> None:
                 f"message {message.id!r} has {chars} characters of text; the limit is "
                 f"{limits.max_message_chars}",
             )
+
+
+def _check_edited_payload(part: DataUIPart, message_id: str, limits: RequestLimits) -> None:
+    """A payload the user edited is typed input: a JSON object, no longer than a message's
+    text may be (its depth is the request's, checked when it was read)."""
+    data = part.data
+    if part.id is None or not isinstance(data, dict) or not isinstance(data.get("payload"), dict):
+        raise RequestError(
+            422,
+            f"a {APPROVAL_RESPONSE_PART} part of message {message_id!r} needs the approval's "
+            'id and data {"payload": <a JSON object>}',
+        )
+    if len(to_json(data["payload"]).decode()) > limits.max_message_chars:
+        raise RequestError(
+            413,
+            f"the payload answering approval {part.id!r} is longer than "
+            f"{limits.max_message_chars} characters",
+        )
 
 
 def _decoded_size(url: str) -> int:

@@ -35,6 +35,7 @@ from adk_stream_protocol.protocol.chunks import (
     ToolOutputDeniedChunk,
     ToolOutputErrorChunk,
 )
+from adk_stream_protocol.protocol.confirmations import APPROVAL_PART
 
 
 class Deferral:
@@ -64,8 +65,8 @@ class Deferral:
 def only_what_pauses(chunks: Sequence[BaseChunk], *, keep: Collection[int] = ()) -> list[BaseChunk]:
     """A paused response without what it holds back: text, reasoning, files, data and the
     results of calls it did not introduce. What remains is the new calls, their results and
-    approval requests, in their steps, and the chunks whose ``id()`` is in ``keep``; steps
-    left empty are dropped."""
+    approval requests (with their ``data-approval`` parts), in their steps, and the chunks
+    whose ``id()`` is in ``keep``; steps left empty are dropped."""
     introduced = {
         c.tool_call_id
         for c in chunks
@@ -76,7 +77,7 @@ def only_what_pauses(chunks: Sequence[BaseChunk], *, keep: Collection[int] = ())
         if id(chunk) in keep:
             kept.append(chunk)
             continue
-        if isinstance(chunk, _DEFERRED_CONTENT):
+        if isinstance(chunk, _DEFERRED_CONTENT) and not _asks(chunk):
             continue
         if isinstance(chunk, _TOOL_OUTPUTS) and chunk.tool_call_id not in introduced:
             continue
@@ -97,4 +98,11 @@ _DEFERRED_CONTENT = (
     FileChunk,
     DataChunk,
 )
+
+
+def _asks(chunk: BaseChunk) -> bool:
+    """An approval request's own data part (its hint and payload) pauses with it."""
+    return isinstance(chunk, DataChunk) and chunk.type == APPROVAL_PART
+
+
 _TOOL_OUTPUTS = (ToolOutputAvailableChunk, ToolOutputErrorChunk, ToolOutputDeniedChunk)

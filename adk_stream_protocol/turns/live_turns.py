@@ -238,7 +238,7 @@ class LiveTurn:
 
     async def _request_approval(self, response: LiveResponse, call: WaitingCall) -> None:
         assert call.approval_id is not None
-        await response.approval_request(call.approval_id, call.call_id)
+        await response.approval_request(call.approval_id, call.call_id, call.hint, call.payload)
         response.announced.add(call.approval_id)
         await self.end_if_paused()
 
@@ -267,7 +267,9 @@ class LiveTurn:
             await self.on_event(event)
         self._rearm.update(c for c in answers.rearmed if c not in answers.outputs)
         for decision in answers.decisions:
-            await self._pending.decide(self._chat, decision.approval_id, decision.approved)
+            await self._pending.decide(
+                self._chat, decision.approval_id, decision.approved, decision.payload
+            )
         for call_id, result in answers.outputs.items():
             await self.deliver(call_id, result)
 
@@ -296,12 +298,16 @@ class _TurnPending:
         self._turn = turn
         self._approvals = {w.approval_id for w in waiting if w.approval_id is not None}
         self._gated = {w.call_id for w in waiting if w.approval_id is not None}
+        self._with_payload = {w.approval_id for w in waiting if w.payload is not None}
 
     def approval_call(self, approval_id: str) -> str | None:
         return self._turn.approvals.get(approval_id)
 
     def approval_decided(self, approval_id: str) -> bool:
         return approval_id not in self._approvals
+
+    def asks_payload(self, approval_id: str) -> bool:
+        return approval_id in self._with_payload
 
     def pending_approvals(self) -> set[str]:
         return set(self._approvals)

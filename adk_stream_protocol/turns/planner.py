@@ -22,16 +22,12 @@ from typing import Any, Protocol
 
 from google.adk.events import Event
 from google.genai import types
+from pydantic import JsonValue
 
 from adk_stream_protocol.foundation.errors import RequestError
+from adk_stream_protocol.protocol.confirmations import confirmation_response, edited_payloads
 from adk_stream_protocol.protocol.inputs import browser_result, steering_input, user_content
-from adk_stream_protocol.protocol.tool_calls import (
-    ABANDONED_RESULT,
-    CONFIRMATION_TOOL,
-    Confirmation,
-    TurnCalls,
-    turn_calls,
-)
+from adk_stream_protocol.protocol.tool_calls import ABANDONED_RESULT, TurnCalls, turn_calls
 from adk_stream_protocol.protocol.ui_messages import ChatRequest, UIMessage
 from adk_stream_protocol.store.history import (
     STEERING_IDS_KEY,
@@ -169,6 +165,7 @@ class Decision:
     approval_id: str
     call_id: str
     approved: bool
+    payload: JsonValue = None  # the payload the user edited, if any (docs/adr/0041)
 
 
 @dataclass
@@ -199,6 +196,9 @@ class PendingView(Protocol):
 
     def approval_decided(self, approval_id: str) -> bool: ...
 
+    def asks_payload(self, approval_id: str) -> bool:
+        """Whether the confirmation asked with a payload, which the user may edit."""
+
     def pending_approvals(self) -> set[str]: ...
 
     def waiting_calls(self) -> set[str]:
@@ -217,6 +217,7 @@ def collect_answers(message: UIMessage, view: PendingView) -> Answers:
     is skipped, so the same approval sent twice runs the tool once.
     """
     answers = Answers()
+    edited = edited_payloads(message)
     for part in message.tool_parts():
         call_id = part.tool_call_id
         has_output = part.state in ("output-available", "output-error")
@@ -227,7 +228,10 @@ def collect_answers(message: UIMessage, view: PendingView) -> Answers:
                     409, f"approval {approval.id!r} answers no approval pending in this chat"
                 )
             if not view.approval_decided(approval.id):
-                answers.decisions.append(Decision(approval.id, call_id, approval.approved))
+                payload = edited.get(approval.id)
+                if payload is not None and not view.asks_payload(approval.id):
+                    raise RequestError(422, f"approval {approval.id!r} asked for no payload")
+                answers.decisions.append(Decision(approval.id, call_id, approval.approved, payload))
                 if approval.approved and call_id in view.waiting_calls():
                     if has_output:
                         answers.outputs[call_id] = browser_result(part)
@@ -302,6 +306,9 @@ class StoredPending:
     def approval_decided(self, approval_id: str) -> bool:
         return approval_id in self._calls.answered
 
+    def asks_payload(self, approval_id: str) -> bool:
+        return self._calls.confirmations[approval_id].payload is not None
+
     def pending_approvals(self) -> set[str]:
         return set(self._calls.pending_confirmations())
 
@@ -358,7 +365,9 @@ def _continue(
             logger.debug("steering %s waits for the browser's results", answers.steering_ids)
         return plan
     confirmations = [
-        _confirmation_response(calls.confirmations[d.approval_id], approved=d.approved)
+        confirmation_response(
+            calls.confirmations[d.approval_id], approved=d.approved, edited=d.payload
+        )
         for d in answers.decisions
     ]
     outputs = [
@@ -381,15 +390,6 @@ def _continue(
     if prior:
         plan.prior_tool_results = types.Content(role="user", parts=prior)
     return plan
-
-
-def _confirmation_response(confirmation: Confirmation, *, approved: bool) -> types.Part:
-    # ADK's ToolConfirmation forbids extra keys: the client's `reason` is not passed on. A
-    # payload the tool asked for is handed back unchanged.
-    response: dict[str, Any] = {"confirmed": approved}
-    if confirmation.payload is not None:
-        response["payload"] = confirmation.payload
-    return _response_part(CONFIRMATION_TOOL, confirmation.confirmation_id, response)
 
 
 def _response_part(name: str, call_id: str, response: dict[str, Any]) -> types.Part:

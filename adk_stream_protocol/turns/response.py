@@ -140,8 +140,10 @@ class Response:
         else:
             await self.emit([chunk], keep=True)
 
-    async def approval_request(self, approval_id: str, call_id: str) -> None:
-        await self.emit(self.converter.approval_request(approval_id, call_id))
+    async def approval_request(
+        self, approval_id: str, call_id: str, hint: str | None = None, payload: Any = None
+    ) -> None:
+        await self.emit(self.converter.approval_request(approval_id, call_id, hint, payload))
 
     async def rearm(self, call_id: str, tool_name: str, args: dict[str, Any]) -> None:
         await self.emit(self.converter.rearm(call_id, tool_name, args))

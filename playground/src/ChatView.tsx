@@ -4,9 +4,10 @@ import { MicCapture } from './audio';
 import type { PlaygroundChat } from './chat';
 import { MessageView } from './MessageView';
 import { useStore } from './store';
+import type { ApprovalAnswer } from './types';
 
 export function ChatView({ session }: { session: PlaygroundChat }) {
-  const { messages, status, error, sendMessage, regenerate, addToolApprovalResponse } = useChat({
+  const { messages, setMessages, status, error, sendMessage, regenerate, addToolApprovalResponse } = useChat({
     chat: session.chat,
     // A reloaded page picks up an answer still being written (nothing when there is none):
     // a GET on /stream, a `resume` frame on ai 7's socket. Not with ours: its resume would
@@ -48,6 +49,24 @@ export function ChatView({ session }: { session: PlaygroundChat }) {
     if (fileInput.current) fileInput.current.value = '';
   }
 
+  /**
+   * An approval, with the payload the user edited in a `data-approval-response` part of the
+   * message it answers (ADR 0041): `addToolApprovalResponse` carries only id and decision.
+   */
+  function respond({ id, approved, payload }: ApprovalAnswer) {
+    if (payload !== undefined) {
+      const answer = { type: 'data-approval-response' as const, id, data: { payload } };
+      setMessages(held =>
+        held.map(message =>
+          message.parts.some(p => 'approval' in p && p.approval?.id === id)
+            ? { ...message, parts: [...message.parts, answer] }
+            : message,
+        ),
+      );
+    }
+    void addToolApprovalResponse({ id, approved });
+  }
+
   function stopAnswer() {
     session.pcm.flush();
     void session.stop();
@@ -65,7 +84,7 @@ export function ChatView({ session }: { session: PlaygroundChat }) {
           </p>
         )}
         {messages.map(message => (
-          <MessageView key={message.id} message={message} onRespond={addToolApprovalResponse} />
+          <MessageView key={message.id} message={message} onRespond={respond} />
         ))}
         {notice && (
           <p className="notice" data-testid="notice" role="status">

@@ -1,10 +1,12 @@
 import { getToolName, isToolUIPart, type DynamicToolUIPart, type ToolUIPart } from 'ai';
+import { useState } from 'react';
 import { BROWSER_TOOLS } from './chat';
-import type { PlaygroundMessage } from './types';
+import type { ApprovalAnswer, DataParts, PlaygroundMessage } from './types';
 
 type Part = PlaygroundMessage['parts'][number];
 type ToolPart = ToolUIPart | DynamicToolUIPart;
-type Respond = (response: { id: string; approved: boolean }) => void;
+type Respond = (answer: ApprovalAnswer) => void;
+type Asked = DataParts['approval'];
 
 /** JSON on one line when it is short, else indented. */
 function json(value: unknown): string {
@@ -43,7 +45,69 @@ function stateLabel(part: ToolPart): string {
   }
 }
 
-export function ToolPartView({ part, onRespond }: { part: ToolPart; onRespond: Respond }) {
+/**
+ * Approve / Deny, with the confirmation's hint and its payload as JSON the user may edit
+ * (the `data-approval` part next to the request, ADR 0041).
+ */
+function ApprovalView({ id, asked, onRespond }: { id: string; asked?: Asked; onRespond: Respond }) {
+  const asksPayload = asked?.payload !== undefined;
+  // The data part may arrive a render after the request: until the user types, show it as sent.
+  const [edited, setText] = useState<string | undefined>();
+  const text = edited ?? (asksPayload ? JSON.stringify(asked.payload, null, 2) : '');
+  const [problem, setProblem] = useState<string | undefined>();
+
+  function approve() {
+    if (!asksPayload) return onRespond({ id, approved: true });
+    try {
+      const payload: unknown = JSON.parse(text);
+      if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) {
+        return setProblem('The payload must be a JSON object.');
+      }
+      onRespond({ id, approved: true, payload: payload as Record<string, unknown> });
+    } catch {
+      setProblem('The payload is not valid JSON.');
+    }
+  }
+
+  return (
+    <div className="approval" data-testid="approval">
+      <span data-testid="approval-hint">{asked?.hint ?? 'Allow this call?'}</span>
+      {asksPayload && (
+        <textarea
+          className="approval-payload"
+          data-testid="approval-payload"
+          value={text}
+          rows={Math.min(8, text.split('\n').length)}
+          onChange={event => {
+            setText(event.target.value);
+            setProblem(undefined);
+          }}
+        />
+      )}
+      {problem && (
+        <span className="approval-problem" data-testid="approval-payload-error" role="alert">
+          {problem}
+        </span>
+      )}
+      <button className="approve" data-testid="approve-button" onClick={approve}>
+        Approve
+      </button>
+      <button className="deny" data-testid="deny-button" onClick={() => onRespond({ id, approved: false })}>
+        Deny
+      </button>
+    </div>
+  );
+}
+
+export function ToolPartView({
+  part,
+  asked,
+  onRespond,
+}: {
+  part: ToolPart;
+  asked?: Asked;
+  onRespond: Respond;
+}) {
   const name = getToolName(part);
   return (
     <div
@@ -68,23 +132,7 @@ export function ToolPartView({ part, onRespond }: { part: ToolPart; onRespond: R
         </pre>
       )}
       {part.state === 'approval-requested' && (
-        <div className="approval" data-testid="approval">
-          <span>Allow this call?</span>
-          <button
-            className="approve"
-            data-testid="approve-button"
-            onClick={() => onRespond({ id: part.approval.id, approved: true })}
-          >
-            Approve
-          </button>
-          <button
-            className="deny"
-            data-testid="deny-button"
-            onClick={() => onRespond({ id: part.approval.id, approved: false })}
-          >
-            Deny
-          </button>
-        </div>
+        <ApprovalView id={part.approval.id} asked={asked} onRespond={onRespond} />
       )}
       {part.state === 'output-available' && (
         <pre className="tool-output" data-testid="tool-output" data-label="output">
@@ -105,8 +153,11 @@ export function ToolPartView({ part, onRespond }: { part: ToolPart; onRespond: R
   );
 }
 
-function PartView({ part, onRespond }: { part: Part; onRespond: Respond }) {
-  if (isToolUIPart(part)) return <ToolPartView part={part} onRespond={onRespond} />;
+function PartView({ part, asked, onRespond }: { part: Part; asked: Asked[]; onRespond: Respond }) {
+  if (isToolUIPart(part)) {
+    const mine = asked.find(a => part.state === 'approval-requested' && a.approvalId === part.approval.id);
+    return <ToolPartView part={part} asked={mine} onRespond={onRespond} />;
+  }
   switch (part.type) {
     case 'reasoning':
       return (
@@ -188,6 +239,7 @@ export function MessageView({
   const parts = message.parts.filter(p => p.type !== 'data-transcript');
   const visible = parts.some(p => p.type !== 'step-start');
   const usage = message.metadata?.usage;
+  const asked = message.parts.flatMap(p => (p.type === 'data-approval' ? [p.data] : []));
   return (
     <div
       className={`message ${message.role}`}
@@ -216,7 +268,7 @@ export function MessageView({
                   ))}
                 </div>
               ) : (
-                <PartView key={i} part={group} onRespond={onRespond} />
+                <PartView key={i} part={group} asked={asked} onRespond={onRespond} />
               ),
             )}
             {usage?.totalTokens != null && (

@@ -18,6 +18,13 @@ export type DataParts = {
   progress: { label: string; step: number; of: number };
   /** Transient: a tool's notice, for `onData` only. */
   notice: { text: string };
+  /** Next to an approval request: what an in-tool confirmation asks with (ADR 0041). */
+  approval: { approvalId: string; toolCallId: string; hint?: string; payload?: unknown };
+  /** Added by the page to the answered message: the payload the user edited (ADR 0041). */
+  'approval-response': { payload: Record<string, unknown> };
 };
+
+/** The page's answer to an approval; `payload` only for a confirmation that asked with one. */
+export type ApprovalAnswer = { id: string; approved: boolean; payload?: Record<string, unknown> };
 
 export type PlaygroundMessage = UIMessage<Metadata, DataParts>;

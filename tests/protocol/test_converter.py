@@ -68,8 +68,16 @@ def confirmation_call(confirmation_id: str, original_id: str, name: str, **args:
         confirmation_id,
         "adk_request_confirmation",
         originalFunctionCall={"id": original_id, "name": name, "args": args},
-        toolConfirmation={"hint": "approve?", "confirmed": False},
+        toolConfirmation={"hint": DECLARED_HINT.format(name=name), "confirmed": False},
     )
+
+
+# How ADK words the hint of a declared confirmation (`require_confirmation`): not shown to the
+# user (docs/adr/0041). If ADK rewords it, the approval requests below grow a data part.
+DECLARED_HINT = (
+    "Please approve or reject the tool call {name}() by responding with a FunctionResponse "
+    "with an expected ToolConfirmation payload."
+)
 
 
 def test_streamed_text_is_not_repeated_by_the_aggregate() -> None:

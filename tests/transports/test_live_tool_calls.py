@@ -21,6 +21,7 @@ STEP_AROUND_APPROVAL = [
     "tool-input-start",
     "tool-input-available",
     "tool-approval-request",
+    "data-approval",  # the tool's hint and payload (docs/adr/0041)
     "finish-step",
     "finish",
 ]

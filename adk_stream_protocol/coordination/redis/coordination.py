@@ -27,7 +27,13 @@ from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisClusterException, RedisError, ResponseError
 
-from adk_stream_protocol.coordination.base import ChatKey, Coordination, Outcome, WaitingCall
+from adk_stream_protocol.coordination.base import (
+    ChatKey,
+    Coordination,
+    Outcome,
+    Verdict,
+    WaitingCall,
+)
 from adk_stream_protocol.coordination.local import LocalPendingCalls
 from adk_stream_protocol.coordination.redis.chunk_logs import RedisChunkLogs
 from adk_stream_protocol.coordination.redis.leases import RedisChatLeases
@@ -84,10 +90,20 @@ class RedisPendingCalls:
     ) -> Outcome:
         return await self._local.ask_approval(chat, call_id, tool_name, timeout_seconds)
 
-    async def decide(self, chat: ChatKey, approval_id: str, approved: bool) -> None:
-        await self._local.decide(chat, approval_id, approved)
-        kept = (f"decide:{approval_id}", json.dumps(approved))
-        await self._publish(chat, kept, op="decide", approval_id=approval_id, approved=approved)
+    async def ask_confirmation(
+        self, chat: ChatKey, call: WaitingCall, timeout_seconds: float
+    ) -> Verdict:
+        return await self._local.ask_confirmation(chat, call, timeout_seconds)
+
+    async def decide(
+        self, chat: ChatKey, approval_id: str, approved: bool, payload: Any = None
+    ) -> None:
+        await self._local.decide(chat, approval_id, approved, payload)
+        # Kept as the decision alone when there is no payload, as before (docs/adr/0041).
+        value = approved if payload is None else {"approved": approved, "payload": payload}
+        kept = (f"decide:{approval_id}", json.dumps(value))
+        data = {"approval_id": approval_id, "approved": approved, "payload": payload}
+        await self._publish(chat, kept, op="decide", **data)
 
     async def wait_result(
         self, chat: ChatKey, call_id: str, timeout_seconds: float, unwatched: dict[str, Any]
@@ -133,9 +149,13 @@ class RedisPendingCalls:
             answers = {_text(k): json.loads(v) for k, v in kept.items()}
             for call in calls:
                 if call.approval_id is not None:
-                    approved = answers.get(f"decide:{call.approval_id}")
+                    decided = answers.get(f"decide:{call.approval_id}")
+                    if isinstance(decided, dict):
+                        approved, payload = decided.get("approved"), decided.get("payload")
+                    else:
+                        approved, payload = decided, None
                     if isinstance(approved, bool):
-                        await self._local.decide(chat, call.approval_id, approved)
+                        await self._local.decide(chat, call.approval_id, approved, payload)
                 elif isinstance(result := answers.get(f"deliver:{call.call_id}"), dict):
                     await self._local.deliver(chat, call.call_id, result)
 
@@ -144,7 +164,8 @@ class RedisPendingCalls:
         chat: ChatKey = (str(data["user"]), str(data["chat"]))
         op = data.get("op")
         if op == "decide":
-            await self._local.decide(chat, str(data["approval_id"]), bool(data["approved"]))
+            approval_id, approved = str(data["approval_id"]), bool(data["approved"])
+            await self._local.decide(chat, approval_id, approved, data.get("payload"))
         elif op == "deliver" and isinstance(data.get("result"), dict):
             await self._local.deliver(chat, str(data["call_id"]), data["result"])
         elif op == "cancel" and isinstance(data.get("result"), dict):
