@@ -7,7 +7,6 @@ each tool body did, and how often."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -150,15 +149,14 @@ def test_a_denied_in_tool_confirmation_is_answered_by_the_tool(
 
 
 @EVERY_TRANSPORT
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 24 point 5: the hint and payload are not sent to the page yet",
-)
 def test_an_in_tool_confirmations_hint_and_payload_reach_the_page(bank: TableChat) -> None:
     asked = bank.send("I need a loan")
-    _asks(asked)
-    # Whatever chunk carries them (point 5 picks the wire form), the page gets both.
-    sent = json.dumps(asked.chunks)
-    assert LOAN_HINT in sent
-    assert all(json.dumps(value) in sent for value in LOAN_PAYLOAD.values())
-    assert '"term_months"' in sent
+    request = _asks(asked)
+    # Next to the request, for every client (ADR 0041); the edited answer's way back is
+    # tests/transports/test_confirmation_payloads.py and the real clients'
+    # tests/test_real_client_confirmations.py.
+    (part,) = asked.of_type("data-approval")
+    assert part["id"] == request["approvalId"]
+    assert part["data"]["toolCallId"] == request["toolCallId"]
+    assert part["data"]["hint"] == LOAN_HINT
+    assert part["data"]["payload"] == LOAN_PAYLOAD
