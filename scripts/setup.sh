@@ -7,22 +7,25 @@ VENV="$ROOT/.venv"
 
 fingerprint() { cat "$@" | sha256sum | cut -d' ' -f1; }
 
-# ensure_python_env EXTRAS: a virtual environment with the project installed (editable);
-# EXTRAS is `runtime` (no extras) or an extra of pyproject.toml such as `dev`.
+# ensure_python_env EXTRAS [REQUIREMENT...]: a virtual environment ($VENV) with the project
+# installed (editable); EXTRAS is `runtime` (no extras) or an extra of pyproject.toml such as
+# `dev`. REQUIREMENTs are resolved with it, as pins (scripts/test-oldest-adk: `google-adk==2.11.*`).
 ensure_python_env() {
   local extras="$1"
+  shift
   local python="${PYTHON:-python3}"
   "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
     || { echo "Python 3.11 or newer is needed (set PYTHON=...)" >&2; exit 1; }
   [ -x "$VENV/bin/python" ] || "$python" -m venv "$VENV"
   local stamp="$VENV/.installed-$extras"
   local want; want="$(fingerprint "$ROOT/pyproject.toml")"
+  if (($#)); then want="$want $*"; fi
   if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     echo "Installing Python packages ($extras; about a minute the first time)..." >&2
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
     local spec="$ROOT"
     [ "$extras" = runtime ] || spec="$ROOT[$extras]"
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$spec"
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$spec" "$@"
     echo "$want" > "$stamp"
   fi
 }

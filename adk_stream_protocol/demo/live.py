@@ -29,9 +29,8 @@ Transcriptions are only produced when `input_audio_transcription` /
 `output_audio_transcription` are set (RunConfig turns both on by default).
 Thoughts are streamed as `thought=True` text in both modalities.
 
-Audio input is not recognised: the model "hears" a fixed phrase chosen by the
-length of the utterance (see listening.py for the phrases and where an utterance
-ends).
+Audio input is not recognised: the model "hears" a fixed phrase chosen by the length of the
+utterance (see listening.py for the phrases and where an utterance ends).
 
 New user input while a turn is still being produced (text, `ActivityStart`, or
 speech detected automatically) interrupts it, as Gemini does: the text streamed
@@ -55,7 +54,7 @@ import uuid
 from collections.abc import AsyncGenerator, Collection, Sequence
 from typing import Any
 
-from google.adk.models.base_llm_connection import BaseLlmConnection, RealtimeInput
+from google.adk.models.base_llm_connection import BaseLlmConnection
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.genai import types
@@ -88,6 +87,8 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+# ADK's inputs to send_realtime: 2.12's base_llm_connection.RealtimeInput (2.11 has no name).
+RealtimeInput = types.Blob | types.ActivityStart | types.ActivityEnd | types.LiveClientRealtimeInput
 
 # A realistic but fast pause between streamed pieces (it also lets input arrive mid-turn).
 DEFAULT_PACE_SECONDS = 0.005

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from google.adk.errors._stale_session_error import StaleSessionError
+from google.adk.errors import StaleSessionError
 from google.adk.events import Event
 from google.genai import types
 
