@@ -155,3 +155,47 @@ def test_an_aborted_run_has_the_code_we_expect() -> None:
         "(google.adk.events._abort_events): foundation/errors.py ABORTED_CODE no longer matches, "
         "so a client's stop is logged at ERROR and shown as a failure (protocol/converter.py)"
     )
+
+
+REWINDS = (
+    "store/rewinds.py removes the keys a rewound turn added from the stored state (ADK's "
+    "rewind leaves them None, docs/adr/0036)"
+)
+
+
+@pytest.mark.asyncio
+async def test_the_sqlite_service_lends_its_connection_to_sessions_rows(tmp_path: Path) -> None:
+    from google.adk.sessions.sqlite_session_service import SqliteSessionService
+
+    service = SqliteSessionService(str(tmp_path / "sessions.db"))
+    session = await service.create_session(app_name="app", user_id="u", session_id="s")
+    connect = getattr(service, "_get_db_connection", None)
+    assert connect is not None, f"SqliteSessionService._get_db_connection is gone: {REWINDS}"
+    async with connect() as db:
+        query = "SELECT state, update_time FROM sessions WHERE app_name=? AND user_id=? AND id=?"
+        async with db.execute(query, ("app", "u", "s")) as cursor:
+            row = await cursor.fetchone()
+    assert row is not None and row["update_time"] == session.last_update_time, (
+        f"SqliteSessionService's sessions table (state, update_time) changed: {REWINDS}"
+    )
+
+
+@pytest.mark.asyncio
+async def test_the_database_service_names_its_session_table_class(tmp_path: Path) -> None:
+    from sqlalchemy import select
+
+    service = _service(tmp_path)
+    try:
+        session = await service.create_session(app_name="app", user_id="u", session_id="s")
+        classes = getattr(service, "_get_schema_classes", None)
+        assert classes is not None, f"DatabaseSessionService._get_schema_classes is gone: {REWINDS}"
+        storage = classes().StorageSession
+        async with service.database_session_factory() as sql:
+            query = select(storage).where(storage.app_name == "app", storage.id == "s")
+            row = (await sql.execute(query)).scalars().one()
+        assert row.get_update_timestamp() == session.last_update_time, (
+            f"ADK's StorageSession (get_update_timestamp) changed: {REWINDS}"
+        )
+        assert isinstance(row.state, dict), f"ADK's StorageSession.state changed: {REWINDS}"
+    finally:
+        await service.close()

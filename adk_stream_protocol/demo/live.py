@@ -6,8 +6,7 @@ It answers with the same reply logic as `OfflineDemoLlm.generate_content_async`
 over `run_async` and `run_live`. The output follows what ADK's
 `GeminiLlmConnection` yields for Gemini Live:
 
-* text: `partial=True` chunks, then one `partial=False` response with the full
-  text;
+* text: `partial=True` chunks, then one `partial=False` response with the full text;
 * tool calls: one `Content(role="model", parts=[function_call, ...])`, after
   which the turn waits until every call has a function response (ADK sends the
   results of its own tools; a browser tool's result comes from the client) and

@@ -23,7 +23,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from google.adk.errors._stale_session_error import StaleSessionError
+from google.adk.errors import StaleSessionError
 from google.adk.events import Event
 from google.adk.sessions import BaseSessionService, InMemorySessionService, Session
 from google.adk.sessions.state import State

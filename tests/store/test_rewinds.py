@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from google.adk.agents import LlmAgent
-from google.adk.errors._stale_session_error import StaleSessionError
+from google.adk.errors import StaleSessionError
 from google.adk.events import Event, EventActions
 from google.adk.runners import Runner
 from google.adk.sessions import BaseSessionService, Session
