@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 from pathlib import Path
 
-from google.adk.errors._stale_session_error import StaleSessionError
+from google.adk.errors import StaleSessionError
 from google.adk.events import Event
 from google.adk.sessions import BaseSessionService, Session
 from google.adk.sessions.sqlite_session_service import SqliteSessionService
