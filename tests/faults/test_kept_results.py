@@ -80,6 +80,21 @@ def other_payments(
         yield live
 
 
+def retried_until_answered(server: LiveServer, chat: Chat, refusals: tuple[int, ...]) -> Any:
+    """The approval sent again, as a client retries it while it is refused (``refusals``),
+    until it is answered: the payment's kept result, shown."""
+    deadline = time.monotonic() + 10
+    while (again := server.http.post("/stream", json=chat.approval())).status_code in refusals:
+        assert time.monotonic() < deadline, again.text[:300]
+        time.sleep(0.2)
+    finished = stream_result(again)
+    assert finished.status == 200, finished.body
+    (outcome,) = tool_outcomes(finished)
+    assert outcome["type"] == "tool-output-available", outcome
+    assert outcome["output"] == {"paid": 10, "to": "Bob"}
+    return finished
+
+
 def stored_events(postgres: PrivatePostgres, chat_id: str) -> list[Event]:
     return scale_out.stored_events(postgres.url, chat_id, app_name=APP_NAME)
 
@@ -144,15 +159,7 @@ def test_a_result_the_store_missed_is_saved_when_it_is_back(
         time.sleep(0.2)
     assert results == [{"paid": 10, "to": "Bob"}]
 
-    deadline = time.monotonic() + 10
-    while (again := payments.http.post("/stream", json=chat.approval())).status_code == 503:
-        assert time.monotonic() < deadline, again.text[:300]
-        time.sleep(0.2)
-    finished = stream_result(again)
-    assert finished.status == 200, finished.body
-    (outcome,) = tool_outcomes(finished)
-    assert outcome["type"] == "tool-output-available", outcome
-    assert outcome["output"] == {"paid": 10, "to": "Bob"}
+    finished = retried_until_answered(payments, chat, (503,))
     assert finished.text() == "Paid Bob."
     assert len(chat.payments()) == 1
 
@@ -194,18 +201,7 @@ def test_another_instance_also_answers_503_while_results_wait(
         assert time.monotonic() - back < SAVED_WITHIN_SECONDS, window.text()[-4000:]
         time.sleep(0.2)
     # The holder lets the chat go once the result is saved: the other instance finishes it.
-    deadline = time.monotonic() + 10
-    while (again := other_payments.http.post("/stream", json=chat.approval())).status_code in (
-        409,
-        503,
-    ):
-        assert time.monotonic() < deadline, again.text[:300]
-        time.sleep(0.2)
-    finished = stream_result(again)
-    assert finished.status == 200, finished.body
-    (outcome,) = tool_outcomes(finished)
-    assert outcome["type"] == "tool-output-available", outcome
-    assert outcome["output"] == {"paid": 10, "to": "Bob"}
+    retried_until_answered(other_payments, chat, (409, 503))
     assert len(chat.payments()) == paid_before + 1
 
     for log in (window.text(), other_window.text()):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from pathlib import Path
 
 from google.adk.errors import StaleSessionError
@@ -37,8 +38,14 @@ async def _stop_while_appending(
 
 async def _stale_seals(tmp_path: Path, append: object) -> list[float]:
     service = SqliteSessionService(str(tmp_path / "chats.db"))
+    # On a busy machine an append takes longer: points across three of its durations too.
+    timed = await service.create_session(app_name="app", user_id="u")
+    await service.append_event(timed, Event(author="agent"))  # the connection is warm
+    started = time.perf_counter()
+    await service.append_event(timed, Event(author="agent"))
+    took = time.perf_counter() - started
     stale: list[float] = []
-    for after in CANCEL_POINTS:
+    for after in [*CANCEL_POINTS, *(took * i / 20 for i in range(60))]:
         session = await service.create_session(app_name="app", user_id="u")
         try:
             await _stop_while_appending(service, session, append, after)

@@ -7,23 +7,15 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from adk_stream_protocol.testing import AgentClient, serve_agent, settings_for_tests
 from adk_stream_protocol.testing_client import read_response
-from tests.leave_agent import LEDGER_ENV, ledger_lines, root_agent
+from tests.leave_agent import ledger_lines, root_agent
 
 TRANSPORTS = pytest.mark.parametrize("live", [False, True], ids=["stream", "live"])
-
-
-@pytest.fixture
-def ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    path = str(tmp_path / "ledger")
-    monkeypatch.setenv(LEDGER_ENV, path)
-    return path
 
 
 @pytest.fixture

@@ -6,12 +6,11 @@ each tool body did, and how often; ``/stream`` answers the same agent alike."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from adk_stream_protocol.testing import AgentClient, serve_agent, settings_for_tests
-from tests.leave_agent import LEDGER_ENV, ledger_lines, root_agent
+from tests.leave_agent import ledger_lines, root_agent
 
 # A wait the tests would notice: a call that waits for the page by mistake ends here.
 TIMEOUT_SECONDS = 20
@@ -25,13 +24,6 @@ STEP_AROUND_APPROVAL = [
     "finish-step",
     "finish",
 ]
-
-
-@pytest.fixture
-def ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    path = str(tmp_path / "ledger")
-    monkeypatch.setenv(LEDGER_ENV, path)
-    return path
 
 
 @pytest.fixture

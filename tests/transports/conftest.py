@@ -1,0 +1,17 @@
+"""Fixtures of the transports' tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.leave_agent import LEDGER_ENV
+
+
+@pytest.fixture
+def ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The file the leave agent's tools write each run to (tests/leave_agent.py)."""
+    path = str(tmp_path / "ledger")
+    monkeypatch.setenv(LEDGER_ENV, path)
+    return path
