@@ -46,7 +46,8 @@ def test_a_stalled_instance_does_not_start_a_tool_after_losing_its_chat(
                 time.sleep(0.01)
             _wait_stopped(a.process.pid)  # A stops itself at the tool's start
             try:
-                time.sleep(3 * LEASE_TTL_SECONDS)  # A's lease lapses
+                # B's retry waits for the chat (its busy timeout is longer than the lease's
+                # TTL): it takes it once A's lease has lapsed.
                 retry = stream_result(b.http.post("/stream", json=chat.approval()))
                 assert retry.status == 200, retry.body
                 assert retry.text() == "Paid Bob.", retry.body

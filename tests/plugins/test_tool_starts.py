@@ -45,7 +45,7 @@ async def _stale_seals(tmp_path: Path, append: object) -> list[float]:
     await service.append_event(timed, Event(author="agent"))
     took = time.perf_counter() - started
     stale: list[float] = []
-    for after in [*CANCEL_POINTS, *(took * i / 20 for i in range(60))]:
+    for after in [*CANCEL_POINTS, *(took * i / 10 for i in range(30))]:
         session = await service.create_session(app_name="app", user_id="u")
         try:
             await _stop_while_appending(service, session, append, after)

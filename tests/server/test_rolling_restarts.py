@@ -259,7 +259,7 @@ class Balancer:
         return None
 
 
-PAYMENTS_BETWEEN = 5  # payments the clients see before, between and after the two restarts
+PAYMENTS_BETWEEN = 3  # payments the clients see before, between and after the two restarts
 
 
 def test_a_rolling_restart_under_load_loses_nothing(
