@@ -34,7 +34,7 @@ from adk_stream_protocol.store.history import (
 )
 from adk_stream_protocol.turns.bridge import Bridge
 from adk_stream_protocol.turns.planner import TurnPlan
-from adk_stream_protocol.turns.request_turns import RequestTurn
+from adk_stream_protocol.turns.request_turns import RequestTurn, take_chat
 
 logger = logging.getLogger(__name__)
 
@@ -51,8 +51,7 @@ class StoredCall:
     call_id: str
     name: str
     invocation_id: str
-    in_current_turn: bool  # the page's last assistant message holds it
-    message_id: str | None  # that message's id, when it does
+    message_id: str | None  # the page's last assistant message, when it holds the call
 
 
 class BeginSignal:
@@ -91,21 +90,21 @@ def find_long_running_call(events: Sequence[Event], call_id: str) -> StoredCall:
     ):
         raise RequestError(409, "this call already has its final result")
     turn = current_turn(history)
-    in_current_turn = any(e.invocation_id == event.invocation_id for e in turn)
-    message_id = next(
-        (
-            stamp
-            for e in reversed(turn)
-            if isinstance(stamp := (e.custom_metadata or {}).get(ASSISTANT_MESSAGE_ID_KEY), str)
-        ),
-        None,
-    )
+    message_id = None
+    if any(e.invocation_id == event.invocation_id for e in turn):
+        message_id = next(
+            (
+                stamp
+                for e in reversed(turn)
+                if isinstance(stamp := (e.custom_metadata or {}).get(ASSISTANT_MESSAGE_ID_KEY), str)
+            ),
+            None,
+        )
     return StoredCall(
         call_id=call_id,
         name=call.name or "",
         invocation_id=event.invocation_id,
-        in_current_turn=in_current_turn and message_id is not None,
-        message_id=message_id if in_current_turn else None,
+        message_id=message_id,
     )
 
 
@@ -149,15 +148,7 @@ async def _begin(
     result: dict[str, Any],
     on_end: Callable[[], None],
 ) -> tuple[BeginSignal, StoredCall]:
-    leases = bridge.coordination.leases
-    lease = await leases.try_acquire(chat)
-    if lease is None:
-        try:
-            lease = await leases.acquire(chat, bridge.settings.chat_busy_timeout_seconds)
-        except TimeoutError:
-            raise RequestError(
-                409, "this chat is still answering an earlier request; try again shortly"
-            ) from None
+    lease = await take_chat(bridge, chat)
     try:
         session: Session | None
         if lease.unclean:  # the former holder lapsed: its writes are refused from now on
@@ -188,7 +179,7 @@ async def _begin(
             # The result itself: shown on the call's part when the page's message holds it
             # (ADK does not yield the message it resumes with).
             replay=[[Event(author="user", invocation_id=call.invocation_id, content=answer)]]
-            if call.in_current_turn
+            if call.message_id is not None
             else [],
         )
         stop = await bridge.coordination.stops.subscribe(chat)

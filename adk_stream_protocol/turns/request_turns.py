@@ -75,8 +75,7 @@ async def begin_request_turn(
     ``RequestError`` before anything is sent, a store's outage as 503 (docs/adr/0030);
     ``on_end`` is called once the run has ended."""
     try:
-        # Refused (503) once the server drains; a plan under way holds the drain until its
-        # turn has begun (docs/adr/0033).
+        # 503 once the server drains; a plan under way holds the drain (docs/adr/0033).
         with bridge.drain.admission():
             turn = await _begin(bridge, user_id, request, sink, on_end, ai_sdk, transport)
     except Exception as exc:
@@ -97,20 +96,9 @@ async def _begin(
     ai_sdk: AiSdkVersion,
     transport: Transport,
 ) -> RequestTurn:
-    settings = bridge.settings
     chat: ChatKey = (user_id, request.id)
     recording = bridge.recorder.open(transport, request, ai_sdk=ai_sdk)
-    leases = bridge.coordination.leases
-    lease = await leases.try_acquire(chat)
-    if lease is None:  # held: by a turn, or by one whose kept results wait for the store
-        await _refuse_while_results_wait(bridge, chat)
-        try:
-            lease = await leases.acquire(chat, settings.chat_busy_timeout_seconds)
-        except TimeoutError:  # the builtin one: the chat stayed held (not a Redis timeout)
-            await _refuse_while_results_wait(bridge, chat)
-            raise RequestError(
-                409, "this chat is still answering an earlier request; try again shortly"
-            ) from None
+    lease = await take_chat(bridge, chat)
     try:
         plan = await _plan(bridge, user_id, request, lease)
         stop = await bridge.coordination.stops.subscribe(chat)
@@ -132,6 +120,22 @@ async def _begin(
     )
     turn.begin()
     return turn
+
+
+async def take_chat(bridge: Bridge, chat: ChatKey) -> ChatLease:
+    """The chat's lease for a request; 409 after the busy timeout, 503 while results wait."""
+    leases = bridge.coordination.leases
+    lease = await leases.try_acquire(chat)
+    if lease is not None:
+        return lease
+    await _refuse_while_results_wait(bridge, chat)
+    try:
+        return await leases.acquire(chat, bridge.settings.chat_busy_timeout_seconds)
+    except TimeoutError:  # the builtin one: the chat stayed held (not a Redis timeout)
+        await _refuse_while_results_wait(bridge, chat)
+        raise RequestError(
+            409, "this chat is still answering an earlier request; try again shortly"
+        ) from None
 
 
 async def _refuse_while_results_wait(bridge: Bridge, chat: ChatKey) -> None:

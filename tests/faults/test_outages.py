@@ -204,13 +204,7 @@ def test_live_sockets_while_redis_is_down_are_refused_with_a_reason(
             socket.recv(timeout=10)
         assert closed.value.code == CLOSE_TRY_AGAIN_LATER, closed.value
         assert closed.value.reason
-    v7 = V7Socket(server)
-    try:
-        reply = v7.reply(v7.send(new_chat("v7"), user_message("hi", "u1")), timeout=15)
-    finally:
-        v7.close()
-    assert reply.last == "error", reply.frames
-    assert "try again" in reply.frames[-1]["errorText"], reply.frames
+    assert_v7_told_to_try_again(server)
     redis_store.start()
     back_within(lambda: server.http.post("/stream", json=first_message("back")))
     window.assert_handled()
@@ -221,13 +215,7 @@ def test_live_sockets_while_postgres_is_down_get_an_error_not_a_failure(
 ) -> None:
     window = LogWindow(server)
     postgres.stop("immediate")
-    v7 = V7Socket(server)
-    try:
-        reply = v7.reply(v7.send(new_chat("v7"), user_message("hi", "u1")), timeout=15)
-    finally:
-        v7.close()
-    assert reply.last == "error", reply.frames
-    assert "try again" in reply.frames[-1]["errorText"], reply.frames
+    assert_v7_told_to_try_again(server)
     with LiveSocket(server, new_chat("live")) as live:
         try:
             live.send(
@@ -246,3 +234,14 @@ def test_live_sockets_while_postgres_is_down_get_an_error_not_a_failure(
     postgres.start()
     back_within(lambda: server.http.post("/stream", json=first_message("back")))
     window.assert_handled()
+
+
+def assert_v7_told_to_try_again(server: LiveServer) -> None:
+    """A message on ai 7's socket gets its request's `error` frame, saying to try again."""
+    v7 = V7Socket(server)
+    try:
+        reply = v7.reply(v7.send(new_chat("v7"), user_message("hi", "u1")), timeout=15)
+    finally:
+        v7.close()
+    assert reply.last == "error", reply.frames
+    assert "try again" in reply.frames[-1]["errorText"], reply.frames
