@@ -150,6 +150,61 @@ def test_an_approval_sent_to_both_instances_runs_its_tool_once(
         assert tool_runs(stored_events(postgres_url, chat), "transfer") == 1
 
 
+DELETE_ASKED = {"name": "notes.txt", "keep_backup": True}  # the payload delete_file asks with
+
+
+def deletions(events: list[Event]) -> int:
+    """How often delete_file's body ran with the user's confirmation (the asking run's result,
+    its "waiting" placeholder, is not a deletion)."""
+    return sum(
+        1
+        for event in events
+        for fr in event.get_function_responses()
+        if fr.name == "delete_file" and "deleted" in (fr.response or {})
+    )
+
+
+def test_an_in_tool_confirmation_answered_on_the_other_instance_runs_once(
+    pair: tuple[LiveServer, LiveServer], postgres_url: str
+) -> None:
+    """A tool that asks from its body (``request_confirmation``), asked on A and answered on
+    B: by ``POST /stream``, and by ai 7's socket (a declared one too). Its body runs once
+    more, with the answer."""
+    a, b = pair
+    chat = new_chat("in-tool-stream")
+    ask = user_message("delete notes.txt", "u1")
+    paused = post_stream(a, chat_body(chat, ask))
+    (request,) = paused.of_type("tool-approval-request")
+    done = post_stream(b, chat_body(chat, ask, answer_approvals(assistant_message(paused), True)))
+    (output,) = done.of_type("tool-output-available")
+    assert output["toolCallId"] == request["toolCallId"]
+    assert output["output"] == {"deleted": "notes.txt", "confirmed_payload": DELETE_ASKED}
+    assert deletions(stored_events(postgres_url, chat)) == 1
+
+    # ai 7's socket: the in-tool confirmation, and a declared one (transfer above 100).
+    expected = {
+        "delete notes.txt": {"deleted": "notes.txt", "confirmed_payload": DELETE_ASKED},
+        "transfer 150": {"transferred": 150.0},
+    }
+    on_a, on_b = V7Socket(a), V7Socket(b)
+    try:
+        for text, output_of_the_run in expected.items():
+            chat = new_chat("ai7-confirmation")
+            ask = user_message(text, "u1")
+            asked = on_a.reply(on_a.send(chat, ask), timeout=TIMEOUT).stream()
+            assert asked.of_type("tool-approval-request"), asked.types()
+            answered = answer_approvals(assistant_message(asked), True)
+            request_id = on_b.send(chat, ask, answered, messageId=answered["id"])
+            done = on_b.reply(request_id, timeout=TIMEOUT).stream()
+            (output,) = done.of_type("tool-output-available")
+            assert output["output"] == output_of_the_run
+            events = stored_events(postgres_url, chat)
+            assert deletions(events) + tool_runs(events, "transfer") == 1
+    finally:
+        on_a.close()
+        on_b.close()
+
+
 def test_first_messages_on_one_chat_at_once_never_fail(
     pair: tuple[LiveServer, LiveServer], postgres_url: str
 ) -> None:

@@ -7,6 +7,8 @@ each tool body did, and how often."""
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -14,7 +16,13 @@ import pytest
 from google.adk.agents import LlmAgent
 from google.adk.apps import App
 
-from adk_stream_protocol.testing import AgentClient, serve_agent, settings_for_tests
+from adk_stream_protocol.testing import (
+    AgentClient,
+    answer_approvals,
+    serve_agent,
+    settings_for_tests,
+    sse_payloads,
+)
 from tests.sample_agents import (
     LOAN_HINT,
     LOAN_PAYLOAD,
@@ -22,6 +30,7 @@ from tests.sample_agents import (
     bank_agent,
     resumable_bank_app,
 )
+from tests.support import InProcessSocket, SocketClosed
 from tests.table_chat import TRANSPORTS, TableChat
 
 # A wait a test would notice (a call waiting for the page by mistake ends here).
@@ -160,3 +169,50 @@ def test_an_in_tool_confirmations_hint_and_payload_reach_the_page(bank: TableCha
     assert part["data"]["toolCallId"] == request["toolCallId"]
     assert part["data"]["hint"] == LOAN_HINT
     assert part["data"]["payload"] == LOAN_PAYLOAD
+
+
+# -- an answer on another instance ----------------------------------------------------------
+# POST /stream and ai 7's socket: tests/test_scale_out.py, asked on one uvicorn instance and
+# answered on the other (`test_an_in_tool_confirmation_answered_on_the_other_instance_runs_once`).
+
+
+def _answer_on_a_new_socket(bank: TableChat, message: dict[str, Any]) -> list[dict[str, Any]]:
+    """The continuation sent on a socket opened after the asking one left: the chunks."""
+    url = f"ws://localhost/live?chatId={bank.chat_id}"
+    deadline = time.monotonic() + TIMEOUT_SECONDS
+    while True:  # the left socket lets the chat go once its run has ended
+        socket = InProcessSocket(bank.http, url, {})
+        socket.send(json.dumps({"type": "ping", "timestamp": 1}))
+        try:
+            assert json.loads(socket.recv(TIMEOUT_SECONDS))["type"] == "pong"
+            break
+        except SocketClosed as closed:
+            assert closed.code == 4409 and time.monotonic() < deadline, closed
+    try:
+        body = {"id": bank.chat_id, "messages": [*bank.messages[:-1], message]}
+        socket.send(json.dumps({"type": "message", "messageId": message["id"], **body}))
+        payloads: list[str] = []
+        while payloads[-1:] != ["[DONE]"]:
+            payloads += sse_payloads(socket.recv(TIMEOUT_SECONDS))
+    finally:
+        socket.close()
+    return [json.loads(p) for p in payloads[:-1]]
+
+
+@pytest.mark.parametrize("transport", ["live"])
+@pytest.mark.parametrize("asking", ["I need a loan", "send 50 to Ana"])
+def test_on_the_live_connection_an_answer_after_the_socket_left_is_refused(
+    bank: TableChat, ledger: Ledger, asking: str
+) -> None:
+    """``/live?chatId=``: the socket that asked holds the chat on its instance, so the answer
+    comes back on it. A socket that leaves ends the call's wait ("the user left"; the tool
+    does not run, ADR 0013), so an answer sent later, on this instance or any other, finds
+    nothing waiting: it is refused and the tool never runs. Both an in-tool and a declared
+    confirmation."""
+    _asks(bank.send(asking))
+    waiting = bank.messages[-1]
+    bank.close()
+    chunks = _answer_on_a_new_socket(bank, answer_approvals(json.loads(json.dumps(waiting)), True))
+    assert [c["type"] for c in chunks] == ["error"], chunks
+    assert "no approval pending" in chunks[0]["errorText"]
+    assert ledger.lines == []
