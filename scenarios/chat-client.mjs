@@ -16,6 +16,9 @@
 //
 //   node chat-client.mjs --serve < jobs > reports      (one JSON per line, see serve())
 //
+// A job {"fold": {...}} is a fold check instead (fold-check.mjs): one response's
+// chunks folded into a chat, no server; its report is fold-check.mjs's.
+//
 // Set-up: `npm ci` here; for "ws" also `npm ci` in ../client first (its
 // `prepare` builds ../client/dist; run `npm run build` there after editing the
 // transport). ai 7 declares node >=22; on Node 20 npm only warns (EBADENGINE).
@@ -99,6 +102,7 @@
 // every open request on the first two).
 
 import { readFileSync } from 'node:fs';
+import { runFoldJob } from './fold-check.mjs';
 import { register } from 'node:module';
 import process from 'node:process';
 
@@ -1543,6 +1547,13 @@ const rejections = [];
 
 // One job, start to end: its report.
 async function runJob(job) {
+  if (job.fold !== undefined) {
+    // A fold check (fold-check.mjs): one response folded into a chat, no server.
+    const rejectionsBefore = rejections.length;
+    const report = await runFoldJob(job.fold);
+    report.unhandledRejections = rejections.slice(rejectionsBefore);
+    return report;
+  }
   validateJob(job);
   const ctx = await createContext(job);
   const timeoutMs = job.timeoutMs ?? DEFAULT_TIMEOUT_MS;

@@ -41,6 +41,8 @@ AUDIO = {"ADK_STREAM_LIVE_MODALITY": "AUDIO"}
 XDIST_GROUPS = {
     "tests/browser/": "browser",
     "tests/test_scenarios.py": "scenarios",
+    # The message fold's check runs the catalogue's chats once, when its first test needs them.
+    "tests/protocol/test_message_fold.py": "message-fold",
     # One private PostgreSQL and Redis, which the tests stop and restart (tests/faults/).
     "tests/faults/": "faults",
     # Module-scoped servers or builds, made once rather than on each worker.
