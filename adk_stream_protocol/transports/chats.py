@@ -23,7 +23,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, Response
 from google.adk.sessions.base_session_service import GetSessionConfig
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
 from adk_stream_protocol.coordination.base import ChatKey
@@ -59,21 +59,33 @@ class _Camel(BaseModel):
 class ChatListing(_Camel):
     """A chat as a list shows it."""
 
-    id: str
-    title: str
+    id: Annotated[str, Field(description="The chat's id (useChat's `id`)")]
+    title: Annotated[str, Field(description="The first user text, shortened, until renamed")]
     created_at: datetime
-    updated_at: datetime  # its last response's start or end
-    active: bool  # a response is being written now (it can be resumed)
-    waiting: Waiting | None  # what its last answer waits for: an approval, a browser tool
+    updated_at: Annotated[
+        datetime, Field(description="Its last activity: a response's start or end")
+    ]
+    active: Annotated[bool, Field(description="A response is being written now (resumable)")]
+    waiting: Annotated[
+        Waiting | None,
+        Field(
+            description="What its last answer waits for: an approval, or a browser tool's output"
+        ),
+    ]
 
 
 class ChatList(_Camel):
     chats: list[ChatListing]
-    next_cursor: str | None  # the next page's ``cursor``; None on the last page
+    next_cursor: Annotated[
+        str | None, Field(description="The next page's `cursor`; null on the last page")
+    ]
 
 
 class ChatWithMessages(ChatListing):
-    messages: list[dict[str, Any]]  # the UIMessages, as useChat held them
+    messages: Annotated[
+        list[dict[str, Any]],
+        Field(description="Its UIMessages, as useChat held them when its last response ended"),
+    ]
 
 
 class ChatRename(BaseModel):

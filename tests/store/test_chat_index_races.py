@@ -128,7 +128,7 @@ async def test_two_processes_writing_one_new_chat_at_once_make_one_row(
                 postgres.other.record_messages(app, USER, chat, [user("from other")]),
             )
             await wait_for_waiters(postgres.watcher, 2, "relation", writing)
-        assert await writing == [True, True]
+        assert list(await writing) == [True, True]
         count = await scalar(
             postgres.watcher, f"SELECT count(*) FROM {TABLE} WHERE chat_id = :c", c=chat
         )
