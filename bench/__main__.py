@@ -11,6 +11,7 @@ from pathlib import Path
 from bench import (
     ai7socket,
     approvals,
+    chats,
     concurrency,
     converter,
     endtoend,
@@ -34,6 +35,7 @@ BENCHMARKS = (
     "ai7socket",
     "observed",
     "soak",
+    "chats",
 )
 
 
@@ -65,6 +67,7 @@ def run(size: Size, only: tuple[str, ...] = BENCHMARKS) -> list[Figure]:
             step("ai7socket", lambda: ai7socket.run(size, ours))
     step("observed", lambda: observed.run(size))
     step("soak", lambda: soak.run(size))
+    step("chats", lambda: chats.run(size))
     return figures
 
 

@@ -42,6 +42,9 @@ class Size:
     shed_cap: int  # the cap on concurrent responses in the load-shedding benchmark
     lag_chars: int  # characters of the large messages timed for event-loop lag
     soak_conversations: int  # conversations of the soak (one run, two instances)
+    chats: int  # one user's chats, for reading them back (benchmark 11)
+    chat_messages: int  # messages of each of them
+    chat_reads: int  # reads of each kind per run
 
 
 SIZES = {
@@ -66,6 +69,9 @@ SIZES = {
         shed_cap=5,
         lag_chars=20_000,
         soak_conversations=20,
+        chats=60,
+        chat_messages=4,
+        chat_reads=3,
     ),
     "moderate": Size(
         name="moderate",
@@ -88,6 +94,9 @@ SIZES = {
         shed_cap=100,  # the default
         lag_chars=200_000,  # the default max_message_chars
         soak_conversations=5000,  # issue 23's soak
+        chats=10_000,  # issue 25's scale
+        chat_messages=20,
+        chat_reads=50,
     ),
 }
 

@@ -309,6 +309,65 @@ def test_a_stop_on_one_instance_stops_the_response_on_the_other(
     assert again.status == 200 and not again.of_type("error")
 
 
+# -- chats (docs/adr/0043) ------------------------------------------------------------------------
+
+
+def test_a_chat_answering_on_one_instance_is_listed_active_and_deleted_from_the_other(
+    pair: tuple[LiveServer, LiveServer], postgres_url: str
+) -> None:
+    """B lists the chat A answers as active (from Redis), and B's delete stops A's answer,
+    waits for it to end, then removes the chat from PostgreSQL and Redis for both."""
+    a, b = pair
+    chat = new_chat("delete")
+    with streaming(a, chat_body(chat, user_message("slow 30", "u1"))) as reading:
+        reading.first_event()
+        record_chat(postgres_url, chat, [user_message("slow 30", "u1")])
+        listed = {c["id"]: c for c in b.http.get("/chats", params={"limit": 200}).json()["chats"]}
+        assert listed[chat]["active"] is True and listed[chat]["title"] == "slow 30"
+        started = time.monotonic()
+        deleted = b.http.delete(f"/chats/{chat}")
+        rest = reading.rest()
+    assert deleted.status_code == 204, deleted.text
+    assert time.monotonic() - started < 10, "the 30 s tool was stopped, not waited for"
+    assert rest[-1] == "[DONE]"
+    assert "tool-output-available" not in [c["type"] for c in chunks_of(rest)]
+    for instance in (a, b):
+        assert instance.http.get(f"/chats/{chat}").status_code == 404
+        assert instance.http.get(f"/stream/{chat}/stream").status_code == 204
+    assert stored_session(postgres_url, chat) is None
+    assert b.http.delete(f"/chats/{chat}").status_code == 404
+
+
+def record_chat(postgres_url: str, chat_id: str, messages: list[dict[str, Any]]) -> None:
+    """The chat in the shared index, as a turn records it."""
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    from adk_stream_protocol.store.chat_tables import PostgresDatabase, SqlChatIndex
+
+    async def write() -> None:
+        engine = create_async_engine(postgres_url)
+        try:
+            index = SqlChatIndex(PostgresDatabase(engine))
+            assert await index.record_messages(APP_NAME, USER, chat_id, messages)
+        finally:
+            await engine.dispose()
+
+    asyncio.run(write())
+
+
+def stored_session(postgres_url: str, chat_id: str) -> Any:
+    from google.adk.sessions.database_session_service import DatabaseSessionService
+
+    async def read() -> Any:
+        service = DatabaseSessionService(postgres_url)
+        try:
+            return await service.get_session(app_name=APP_NAME, user_id=USER, session_id=chat_id)
+        finally:
+            await service.db_engine.dispose()
+
+    return asyncio.run(read())
+
+
 # -- /live ----------------------------------------------------------------------------------------
 
 

@@ -168,6 +168,14 @@ class ChunkLogs(Protocol):
         when the chat has no active response. If the producer dies first, the follower gets
         an ``error`` event and ``[DONE]`` once its lease has lapsed."""
 
+    async def with_active_response(self, chats: Sequence[ChatKey]) -> set[ChatKey]:
+        """Which of the chats have an active response now (a log whose producer holds its
+        chat), without reading any log: for a list of chats."""
+
+    async def discard(self, chat: ChatKey) -> None:
+        """Drop the chat's log, for a chat being deleted (whose lease the caller holds, so no
+        response of it runs): it can no longer be resumed."""
+
 
 @dataclass(frozen=True)
 class Coordination:

@@ -295,6 +295,14 @@ class LocalChunkLogs:
         log = self._active.get(chat)
         return log.follow() if log is not None else None
 
+    async def with_active_response(self, chats: Sequence[ChatKey]) -> set[ChatKey]:
+        return {chat for chat in chats if chat in self._active}
+
+    async def discard(self, chat: ChatKey) -> None:
+        log = self._active.get(chat)
+        if log is not None:
+            await log.close()  # its followers, if any, get the end
+
     def active(self) -> int:
         return len(self._active)
 

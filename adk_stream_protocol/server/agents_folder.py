@@ -208,8 +208,8 @@ class AgentsFolder:
         async def index_css() -> Response:
             return Response(_INDEX_CSS, media_type="text/css")
 
-        @app.api_route("/apps/{name}", methods=["GET", "POST", "DELETE"])
-        @app.api_route("/apps/{name}/{rest:path}", methods=["GET", "POST", "DELETE"])
+        @app.api_route("/apps/{name}", methods=["GET", "POST", "PATCH", "DELETE"])
+        @app.api_route("/apps/{name}/{rest:path}", methods=["GET", "POST", "PATCH", "DELETE"])
         async def unknown(name: str) -> JSONResponse:
             return JSONResponse({"detail": self._unknown(name)}, status_code=404)
 

@@ -31,6 +31,7 @@ from adk_stream_protocol.server.backends import check_extras, open_coordination
 from adk_stream_protocol.server.draining import ShutdownSignals
 from adk_stream_protocol.store.sessions import store_url
 from adk_stream_protocol.transports.call_results import router as call_results_router
+from adk_stream_protocol.transports.chats import router as chats_router
 from adk_stream_protocol.transports.live import router as live_router
 from adk_stream_protocol.transports.stream import router as stream_router
 from adk_stream_protocol.turns.bridge import AgentLike, Bridge, bridge_of
@@ -66,7 +67,7 @@ def create_app(
                 app_settings, served.agent, served.live_agent, coordination, outages=outages
             )
             try:
-                await bridge.sessions.prepare()
+                await bridge.prepare()
                 app.state.bridge = bridge
                 app.state.agent_name = served.agent_name
                 # Each thing once, by its own name: the store is named as the app (which is
@@ -109,6 +110,7 @@ def create_app(
     app.include_router(live_router)
     app.include_router(artifacts_router)
     app.include_router(call_results_router)
+    app.include_router(chats_router)
 
     @app.get("/health")
     async def health(request: Request) -> JSONResponse:
@@ -145,7 +147,7 @@ def create_app(
     return app
 
 
-_METHODS = ["GET", "POST", "DELETE"]
+_METHODS = ["GET", "POST", "PATCH", "DELETE"]
 
 
 def one_agent_only(name: str, agent: str | None) -> str:

@@ -22,6 +22,8 @@ from adk_stream_protocol.protocol.chunks import FileChunk
 logger = logging.getLogger(__name__)
 
 ARTIFACTS_PATH = "/artifacts"
+# ADK's prefix of an artifact saved for the user rather than the chat (session).
+USER_SCOPE = "user:"
 
 
 def create_artifact_service(url: str) -> BaseArtifactService:
@@ -47,7 +49,7 @@ def download_url(chat_id: str, filename: str, version: int, root_path: str = "")
 
 
 class ChatArtifacts:
-    """The artifacts of one chat, read for the chat's responses."""
+    """The artifacts of one chat, read for the chat's responses, and deleted with it."""
 
     def __init__(
         self,
@@ -84,6 +86,16 @@ class ChatArtifacts:
             if chunk is not None:
                 chunks.append(chunk)
         return chunks
+
+    async def delete_all(self) -> int:
+        """Delete the chat's own artifacts, every version; not the user's (``user:``), which
+        every chat of the user shares. How many were deleted."""
+        service, scope = self._service, {"app_name": self._app_name, "user_id": self._user_id}
+        filenames = await service.list_artifact_keys(**scope, session_id=self._chat_id)
+        own = [name for name in filenames if not name.startswith(USER_SCOPE)]
+        for filename in own:
+            await service.delete_artifact(**scope, filename=filename, session_id=self._chat_id)
+        return len(own)
 
     def _chunk(self, filename: str, version: int, part: types.Part | None) -> FileChunk | None:
         blob = part.inline_data if part is not None else None

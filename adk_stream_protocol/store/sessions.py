@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from google.adk.sessions.database_session_service import DatabaseSessionService
     from sqlalchemy.engine import Connection
     from sqlalchemy.exc import DBAPIError
+    from sqlalchemy.ext.asyncio import AsyncEngine
 
 logger = logging.getLogger(__name__)
 
@@ -216,6 +217,13 @@ class ChatSessions:
         return await self.service.get_session(
             app_name=self.app_name, user_id=user_id, session_id=chat_id
         )
+
+
+def database_engine(service: BaseSessionService) -> AsyncEngine | None:
+    """The SQLAlchemy engine of a database store (PostgreSQL), which the chat index shares;
+    None for memory and SQLite."""
+    database = _database_service(service)
+    return database.db_engine if database is not None else None
 
 
 def _database_service(service: BaseSessionService) -> DatabaseSessionService | None:

@@ -1,8 +1,9 @@
 """The ``Bridge``: what one running application shares between its requests.
 
 It holds the settings, the two ADK runners (``run_async`` for ``/stream``, ``run_live`` with
-the approval gate for ``/live``), the chats' sessions, the coordination seams and the
-process's response slots. The application builds one at start-up (``app.state.bridge``);
+the approval gate for ``/live``), the chats' sessions and their index (``chats``: what each
+chat's page holds, for listing and restoring), the coordination seams and the process's
+response slots. The application builds one at start-up (``app.state.bridge``);
 the transports reach it through ``bridge_of``.
 """
 
@@ -35,6 +36,7 @@ from adk_stream_protocol.plugins.steering import SteeringPlugin
 from adk_stream_protocol.plugins.tool_starts import ToolStartPlugin
 from adk_stream_protocol.plugins.tool_ui import ToolUiPlugin
 from adk_stream_protocol.store.artifact_files import ChatArtifacts, create_artifact_service
+from adk_stream_protocol.store.chat_tables import create_chat_index
 from adk_stream_protocol.store.result_outbox import ResultOutbox
 from adk_stream_protocol.store.sessions import ChatSessions, create_session_service
 from adk_stream_protocol.turns.drain import Drain
@@ -76,6 +78,8 @@ class Bridge:
             retry_seconds=settings.result_retry_seconds,
         )
         service = self.outbox
+        # Each chat's messages as its page held them, beside the sessions (docs/adr/0043).
+        self.chats = create_chat_index(settings.session_store, service)
         self.artifact_service = create_artifact_service(settings.artifact_store)
         # Tools send data parts to the response of their chat (docs/adr/0025).
         self.tool_ui = ToolUiPlugin()
@@ -127,6 +131,12 @@ class Bridge:
         # What a restart ends, and whether one is under way (docs/adr/0033).
         self.drain = Drain()
 
+    async def prepare(self) -> None:
+        """Get the stores ready before the first request: the sessions' tables, then the
+        chat index's beside them."""
+        await self.sessions.prepare()
+        await self.chats.prepare()
+
     def chat_artifacts(self, user_id: str, chat_id: str) -> ChatArtifacts:
         return ChatArtifacts(
             self.artifact_service,
@@ -175,6 +185,7 @@ class Bridge:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.chats.close()
         await self.outbox.close()
         await self.recorder.close()
         await self.runner.close()

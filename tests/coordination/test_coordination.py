@@ -539,6 +539,38 @@ async def test_followers_of_a_replaced_log_read_it_to_its_end(
 
 
 @pytest.mark.asyncio
+async def test_with_active_response_names_the_chats_whose_response_is_being_written(
+    leases: ChatLeases, logs: ChunkLogs
+) -> None:
+    """For a list of chats (``GET /chats``): one question for all, no log read."""
+    assert await logs.with_active_response([]) == set()
+    assert await logs.with_active_response([CHAT, OTHER]) == set()
+    lease = await leases.acquire(CHAT, LONG)
+    log = await logs.open(CHAT, lease)
+    await log.append([b"data: 1\n\n"])
+    assert await logs.with_active_response([CHAT, OTHER]) == {CHAT}
+    assert await logs.with_active_response([OTHER]) == set()
+    await log.close()
+    assert await logs.with_active_response([CHAT, OTHER]) == set()  # ended: nothing to resume
+    await lease.release()
+
+
+@pytest.mark.asyncio
+async def test_a_discarded_log_cannot_be_resumed(leases: ChatLeases, logs: ChunkLogs) -> None:
+    """A deleted chat's log (``DELETE /chats/{chatId}``) goes with it."""
+    lease = await leases.acquire(CHAT, LONG)
+    log = await logs.open(CHAT, lease)
+    await log.append([b"data: 1\n\n"])
+    await logs.discard(CHAT)
+    assert await logs.follow(CHAT) is None
+    assert await logs.with_active_response([CHAT]) == set()
+    await logs.discard(OTHER)  # a chat with no log: nothing to do
+    await log.close()  # its producer's end after the discard brings nothing back
+    assert await logs.follow(CHAT) is None
+    await lease.release()
+
+
+@pytest.mark.asyncio
 async def test_local_logs_are_dropped_when_their_response_ends() -> None:
     logs = LocalChunkLogs()
     lease = await LocalChatLeases().acquire(CHAT, LONG)

@@ -344,6 +344,25 @@ async def test_a_follower_ends_with_an_error_once_the_producers_lease_is_gone(
 
 
 @pytest.mark.asyncio
+async def test_a_log_whose_producer_lost_its_lease_is_not_an_active_response(
+    connect: Connect, store: redis.Redis, keys: RedisKeys
+) -> None:
+    """A crashed producer leaves its pointer behind: a list of chats must not show the chat
+    as answering for the day the pointer lasts."""
+    producer, other = await connect(), await connect()
+    lease = await producer.coordination.leases.acquire(CHAT, BOUND)
+    log = await producer.coordination.chunk_logs.open(CHAT, lease)
+    await log.append([b"start"])
+    assert await other.coordination.chunk_logs.with_active_response([CHAT]) == {CHAT}
+    await store.delete(keys.lease(CHAT))  # as if the producer's lease had lapsed
+    assert await other.coordination.chunk_logs.with_active_response([CHAT]) == set()
+    assert await store.exists(keys.active(CHAT)) == 1  # only looked at, not dropped
+    await other.coordination.chunk_logs.discard(CHAT)
+    assert await store.exists(keys.active(CHAT)) == 0
+    await lease.release()
+
+
+@pytest.mark.asyncio
 async def test_a_killed_holder_lapses_and_its_log_ends_with_an_error_then_is_forgotten(
     connect: Connect, store: redis.Redis, keys: RedisKeys, redis_url: str, redis_prefix: str
 ) -> None:

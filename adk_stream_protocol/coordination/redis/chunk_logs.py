@@ -151,6 +151,18 @@ class RedisResponseLog:
         logger.info("chat=%s response log ended", self._chat[1])
 
 
+def _target(chat: ChatKey, pointer: bytes | str | None) -> tuple[str, str] | None:
+    """The stream and the holder's token a chat's log pointer names."""
+    if pointer is None:
+        return None
+    try:
+        target = json.loads(pointer)
+        return str(target["stream"]), str(target["holder"])
+    except (ValueError, KeyError, TypeError):
+        logger.warning("chat=%s has an unreadable log pointer; ignored", chat[1])
+        return None
+
+
 class RedisChunkLogs:
     def __init__(
         self,
@@ -189,14 +201,10 @@ class RedisChunkLogs:
     async def follow(self, chat: ChatKey) -> AsyncGenerator[bytes, None] | None:
         pointer_key = self.keys.active(chat)
         pointer = await self.client.get(pointer_key)
-        if pointer is None:
+        target = _target(chat, pointer)
+        if pointer is None or target is None:
             return None
-        try:
-            target = json.loads(pointer)
-            stream, holder = str(target["stream"]), str(target["holder"])
-        except (ValueError, KeyError, TypeError):
-            logger.warning("chat=%s has an unreadable log pointer; ignored", chat[1])
-            return None
+        stream, holder = target
         lease_key = self.keys.lease(chat)
         async with self.client.pipeline(transaction=False) as pipe:
             pipe.get(lease_key)
@@ -209,6 +217,31 @@ class RedisChunkLogs:
             logger.info("chat=%s dropped the log of a producer that is gone", chat[1])
             return None
         return self._read(chat, stream, lease_key, holder.encode())
+
+    async def with_active_response(self, chats: Sequence[ChatKey]) -> set[ChatKey]:
+        """A chat's pointer, and its lease held by the token the pointer names: two reads a
+        chat in one round trip (a pointer whose producer is gone is not an active response)."""
+        if not chats:
+            return set()
+        async with self.client.pipeline(transaction=False) as pipe:
+            for chat in chats:
+                pipe.get(self.keys.active(chat))
+                pipe.get(self.keys.lease(chat))
+            replies = await pipe.execute()
+        active: set[ChatKey] = set()
+        for index, chat in enumerate(chats):
+            pointer, holding = replies[2 * index], replies[2 * index + 1]
+            target = _target(chat, pointer) if pointer is not None else None
+            if target is not None and holding == target[1].encode():
+                active.add(chat)
+        return active
+
+    async def discard(self, chat: ChatKey) -> None:
+        pointer_key = self.keys.active(chat)
+        pointer = await self.client.get(pointer_key)
+        target = _target(chat, pointer)
+        # The stream shares the chat's hash tag with its pointer: one command, one slot.
+        await self.client.delete(pointer_key, *([target[0]] if target is not None else []))
 
     async def _read(
         self, chat: ChatKey, stream: str, lease_key: str, holder: bytes

@@ -1,0 +1,313 @@
+"""The chat index: each chat's messages as the page held them, its title, and when it last
+changed, so that chats can be listed and restored without reading ADK's events
+(docs/adr/0043-chat-index.md).
+
+One row per (app, user, chat), in the session store's own database (``chat_tables.py``: a
+table beside ADK's, on SQLite or PostgreSQL), or in this process for an in-memory store
+(``InMemoryChatIndex``). Both follow the same rules, which keep a chat consistent when
+requests on it race (several tabs, several processes):
+
+- ``record_messages`` writes the messages, the title and what waits in one statement. With
+  ``create=True`` it creates the chat if it is missing (two first writes of one chat make
+  one row); with ``create=False`` it only updates a chat that exists, so the end of a
+  response never brings back a chat deleted meanwhile.
+- A title the user gave (``rename``) is kept by every later ``record_messages``.
+- ``updated_at`` is the last ``record_messages``'s time, and never goes back (two processes'
+  clocks may differ a little). A rename is not activity: it does not move the chat.
+- Listing is newest activity first, ties by chat id, and pages by an opaque cursor that
+  names the last chat given: a chat written between two pages moves to the top (the page
+  the user already has) and is neither repeated nor makes another one skipped.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+from adk_stream_protocol.protocol.ui_messages import CHAT_ID_PATTERN
+
+Waiting = Literal["approval", "browser"]
+
+TITLE_MAX_CHARS = 80
+UNTITLED = "New chat"
+# How far back a shortened title looks for a space to cut at, rather than cut a word.
+_TITLE_WORD_SLACK = 24
+_ELLIPSIS = "…"
+
+
+@dataclass(frozen=True)
+class ChatSummary:
+    chat_id: str
+    title: str
+    created_at: datetime  # UTC
+    updated_at: datetime  # UTC: the last record_messages
+    waiting: Waiting | None  # what the last assistant message waits for, when recorded
+
+
+@dataclass(frozen=True)
+class ChatRecord:
+    summary: ChatSummary
+    messages: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class ChatPage:
+    chats: list[ChatSummary]
+    next_cursor: str | None  # None: this is the last page
+
+
+class InvalidCursorError(ValueError):
+    """A cursor this index did not give out (or one made unreadable on the way)."""
+
+
+class ChatIndex(ABC):
+    """The chats of an app's users. Every method is one atomic step of the store."""
+
+    @abstractmethod
+    async def prepare(self) -> None:
+        """Make the store ready (its table) before the first request."""
+
+    @abstractmethod
+    async def record_messages(
+        self,
+        app: str,
+        user: str,
+        chat_id: str,
+        messages: list[dict[str, Any]],
+        *,
+        create: bool = True,
+    ) -> bool:
+        """Store the chat's messages (JSON values: UIMessage dicts), its title (the first
+        user text, unless renamed) and what it waits for; ``updated_at`` is now. Whether the
+        chat is recorded: False only when ``create`` is off and the chat does not exist."""
+
+    @abstractmethod
+    async def list_chats(
+        self, app: str, user: str, *, limit: int, cursor: str | None = None
+    ) -> ChatPage:
+        """The user's chats, newest activity first: ``limit`` of them after ``cursor``
+        (a page's ``next_cursor``). ``InvalidCursorError`` for a cursor not given out here."""
+
+    @abstractmethod
+    async def get_chat(self, app: str, user: str, chat_id: str) -> ChatRecord | None: ...
+
+    @abstractmethod
+    async def rename(self, app: str, user: str, chat_id: str, title: str) -> bool:
+        """Give the chat a title that ``record_messages`` keeps; False for no such chat."""
+
+    @abstractmethod
+    async def delete(self, app: str, user: str, chat_id: str) -> bool:
+        """Forget the chat; False for no such chat."""
+
+    async def close(self) -> None:  # noqa: B027 - most indexes hold nothing of their own
+        """Let go of what the index opened itself (not a store it shares)."""
+
+
+# -- what a row holds, from the messages -------------------------------------------------------
+
+
+def title_of(messages: list[dict[str, Any]]) -> str:
+    """The first user message's text on one line (control characters and runs of whitespace
+    as one space), at most ``TITLE_MAX_CHARS`` (cut at a word, with an ellipsis); ``UNTITLED``
+    when no user message has text."""
+    for message in messages:
+        if message.get("role") != "user":
+            continue
+        texts = [
+            part["text"]
+            for part in message.get("parts") or []
+            if isinstance(part, dict)
+            and part.get("type") == "text"
+            and isinstance(part.get("text"), str)
+        ]
+        text = " ".join(_without_controls(" ".join(texts)).split())
+        if text:
+            return shorten(text, TITLE_MAX_CHARS)
+    return UNTITLED
+
+
+def is_control(char: str) -> bool:
+    """A C0 or C1 control character (a NUL, which PostgreSQL's text cannot hold, among them)."""
+    return ord(char) < 32 or 127 <= ord(char) < 160
+
+
+def _without_controls(text: str) -> str:
+    return "".join(" " if is_control(char) else char for char in text)
+
+
+def shorten(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - len(_ELLIPSIS)]
+    space = cut.rfind(" ")
+    if space >= len(cut) - _TITLE_WORD_SLACK:
+        cut = cut[:space]
+    return cut.rstrip() + _ELLIPSIS
+
+
+def waiting_of(messages: list[dict[str, Any]]) -> Waiting | None:
+    """What the chat waits for, from its last message when that is the assistant's: an
+    approval (a tool part in ``approval-requested``), else the browser (a tool part in
+    ``input-available`` that the provider does not run), else nothing."""
+    last = messages[-1] if messages else None
+    if not isinstance(last, dict) or last.get("role") != "assistant":
+        return None
+    tools = [
+        part
+        for part in last.get("parts") or []
+        if isinstance(part, dict)
+        and isinstance(part.get("type"), str)
+        and (part["type"].startswith("tool-") or part["type"] == "dynamic-tool")
+    ]
+    if any(part.get("state") == "approval-requested" for part in tools):
+        return "approval"
+    if any(
+        part.get("state") == "input-available" and not part.get("providerExecuted")
+        for part in tools
+    ):
+        return "browser"
+    return None
+
+
+def messages_json(messages: list[dict[str, Any]]) -> str:
+    """The messages as stored (compact JSON; a value that is not JSON raises here)."""
+    return json.dumps(messages, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+# -- time and cursors ---------------------------------------------------------------------------
+
+
+def now_us() -> int:
+    """Now, in microseconds since the epoch: the rows' clock (exact to compare and page by)."""
+    return time.time_ns() // 1000
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def utc_time(us: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=us)
+
+
+def encode_cursor(updated_us: int, chat_id: str) -> str:
+    """The position after a chat, opaque to the client."""
+    raw = f"{updated_us}.{chat_id}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[int, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise InvalidCursorError("not a cursor of this list") from None
+    stamp, _, chat_id = raw.partition(".")
+    if not stamp.isdigit() or len(stamp) > 19 or not re.fullmatch(CHAT_ID_PATTERN, chat_id):
+        raise InvalidCursorError("not a cursor of this list")
+    return int(stamp), chat_id
+
+
+def check_limit(limit: int) -> None:
+    if limit < 1:
+        raise ValueError(f"a page holds at least one chat, not {limit}")
+
+
+# -- in this process ----------------------------------------------------------------------------
+
+
+@dataclass
+class _Row:
+    title: str
+    title_set: bool
+    created_us: int
+    updated_us: int
+    waiting: Waiting | None
+    messages: str  # JSON, as a database holds it: what is read back is a copy
+
+    def summary(self, chat_id: str) -> ChatSummary:
+        return ChatSummary(
+            chat_id, self.title, utc_time(self.created_us), utc_time(self.updated_us), self.waiting
+        )
+
+
+class InMemoryChatIndex(ChatIndex):
+    """The index of an in-memory session store: gone with the process, as its sessions are.
+    No method awaits inside, so each is atomic on the event loop."""
+
+    def __init__(self) -> None:
+        self._rows: dict[tuple[str, str], dict[str, _Row]] = {}
+
+    async def prepare(self) -> None:
+        return None
+
+    async def record_messages(
+        self,
+        app: str,
+        user: str,
+        chat_id: str,
+        messages: list[dict[str, Any]],
+        *,
+        create: bool = True,
+    ) -> bool:
+        stored, now = messages_json(messages), now_us()
+        chats = self._rows.get((app, user), {})
+        row = chats.get(chat_id)
+        if row is None:
+            if not create:
+                return False
+            row = _Row(title_of(messages), False, now, now, waiting_of(messages), stored)
+            self._rows.setdefault((app, user), chats)[chat_id] = row
+            return True
+        if not row.title_set:
+            row.title = title_of(messages)
+        row.updated_us = max(row.updated_us, now)
+        row.waiting = waiting_of(messages)
+        row.messages = stored
+        return True
+
+    async def list_chats(
+        self, app: str, user: str, *, limit: int, cursor: str | None = None
+    ) -> ChatPage:
+        check_limit(limit)
+        after = decode_cursor(cursor) if cursor is not None else None
+        chats = self._rows.get((app, user), {})
+        ordered = sorted(
+            ((row.updated_us, chat_id, row) for chat_id, row in chats.items()),
+            key=lambda item: (item[0], item[1]),
+            reverse=True,
+        )
+        if after is not None:
+            ordered = [item for item in ordered if (item[0], item[1]) < after]
+        page = ordered[:limit]
+        more = len(ordered) > limit
+        return ChatPage(
+            [row.summary(chat_id) for _, chat_id, row in page],
+            encode_cursor(page[-1][0], page[-1][1]) if more else None,
+        )
+
+    async def get_chat(self, app: str, user: str, chat_id: str) -> ChatRecord | None:
+        row = self._rows.get((app, user), {}).get(chat_id)
+        if row is None:
+            return None
+        return ChatRecord(row.summary(chat_id), json.loads(row.messages))
+
+    async def rename(self, app: str, user: str, chat_id: str, title: str) -> bool:
+        row = self._rows.get((app, user), {}).get(chat_id)
+        if row is None:
+            return False
+        row.title, row.title_set = title, True
+        return True
+
+    async def delete(self, app: str, user: str, chat_id: str) -> bool:
+        chats = self._rows.get((app, user), {})
+        if chats.pop(chat_id, None) is None:
+            return False
+        if not chats:
+            del self._rows[(app, user)]
+        return True
