@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.real_client import (
@@ -135,7 +136,23 @@ def test_scenario(
     job = reports[request.node.callspec.id]
     assert job.job["transport"] == job_transport(client, live=transport == "live", ws=ws)
     assert job.job["client"] == client
-    check(job.report(), scenario["expect"])
+    report = job.report()
+    check(report, scenario["expect"])
+    assert_read_back(job.job, report)
+
+
+def assert_read_back(job: dict[str, Any], report: dict[str, Any]) -> None:
+    """``GET /chats/{chatId}`` gives back exactly the messages the client holds (ADR 0042).
+    ai 6.0.25 is the one client whose reasoning parts have no ``id``: the server cannot tell
+    it from a newer 6.x, whose parts keep it."""
+    base = re.sub(r"^ws", "http", job["api"]).rsplit("/", 1)[0]
+    chat = httpx.get(f"{base}/chats/{job['chatId']}", headers=job.get("headers"), timeout=30)
+    assert chat.status_code == 200, chat.text
+    stored = chat.json()["messages"]
+    if job["client"] == "6.0.25":
+        for part in (p for m in stored for p in m["parts"] if p["type"] == "reasoning"):
+            part.pop("id", None)
+    assert stored == report["messages"]
 
 
 # -- the expectation language ----------------------------------------------------------------

@@ -153,7 +153,7 @@ class LiveConnection:
             await self._control_error(exc.message)
             return
         if isinstance(frame, PingFrame):
-            await self._send_json({"type": "pong", "timestamp": frame.timestamp})
+            await self._send_text(json.dumps({"type": "pong", "timestamp": frame.timestamp}))
         elif isinstance(frame, InterruptFrame):
             if self._turn is not None:
                 await self._turn.interrupt()
@@ -277,7 +277,7 @@ class LiveConnection:
             sink,
             await self._open_log(),
             on_end=self._release_slot,
-            recording=self._bridge.recorder.open("live", request),
+            records=await self._bridge.open_records("live", self._chat, request),
         )
         if failure is not None:  # the run failed before this message: its response says so
             await self._on_run_failure(failure)
@@ -299,7 +299,7 @@ class LiveConnection:
             on_end=self._release_slot,
             continuation=True,
             denied=answers.denied,
-            recording=self._bridge.recorder.open("live", request),
+            records=await self._bridge.open_records("live", self._chat, request),
         )
         await turn.apply_answers(answers)
 
@@ -392,9 +392,6 @@ class LiveConnection:
             except (WebSocketDisconnect, RuntimeError):
                 logger.debug("live send after disconnect chat=%s", self.chat_id)
 
-    async def _send_json(self, payload: dict[str, Any]) -> None:
-        await self._send_text(json.dumps(payload))
-
     async def _control_error(self, message: str) -> None:
         logger.info("live frame refused chat=%s reason=%s", self.chat_id, message)
-        await self._send_json({"type": "error", "message": message})
+        await self._send_text(json.dumps({"type": "error", "message": message}))

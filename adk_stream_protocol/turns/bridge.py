@@ -35,10 +35,13 @@ from adk_stream_protocol.plugins.running_tools import RunningTools
 from adk_stream_protocol.plugins.steering import SteeringPlugin
 from adk_stream_protocol.plugins.tool_starts import ToolStartPlugin
 from adk_stream_protocol.plugins.tool_ui import ToolUiPlugin
+from adk_stream_protocol.protocol.chunks import AiSdkVersion, Transport
+from adk_stream_protocol.protocol.ui_messages import ChatRequest
 from adk_stream_protocol.store.artifact_files import ChatArtifacts, create_artifact_service
 from adk_stream_protocol.store.chat_tables import create_chat_index
 from adk_stream_protocol.store.result_outbox import ResultOutbox
 from adk_stream_protocol.store.sessions import ChatSessions, create_session_service
+from adk_stream_protocol.turns.chat_records import ResponseRecords, open_records
 from adk_stream_protocol.turns.drain import Drain
 from adk_stream_protocol.turns.response import UnloggedResponse
 
@@ -158,6 +161,20 @@ class Bridge:
                 raise
             self.outages.down(store, exc, f"opening a response log of chat={chat[1]}")
             return UnloggedResponse()
+
+    async def open_records(
+        self,
+        transport: Transport,
+        chat: ChatKey,
+        request: ChatRequest | None,
+        *,
+        ai_sdk: AiSdkVersion | None = None,
+    ) -> ResponseRecords:
+        """A new response's records: the chat's messages (ADR 0042), and its recording."""
+        chats, app = self.chats, self.sessions.app_name
+        return await open_records(
+            chats, app, self.recorder, transport, chat, request, ai_sdk=ai_sdk
+        )
 
     def live_run_config(self) -> RunConfig:
         if self.settings.live_modality == "AUDIO":

@@ -26,6 +26,7 @@ from adk_stream_protocol.protocol.converter import StreamProtocolConverter
 from adk_stream_protocol.protocol.tool_calls import TurnCalls
 from adk_stream_protocol.protocol.ui_messages import UIMessage
 from adk_stream_protocol.store.artifact_files import ChatArtifacts
+from adk_stream_protocol.turns.chat_records import ResponseRecords
 from adk_stream_protocol.turns.deferral import Deferral
 from adk_stream_protocol.turns.live_runs import LiveRun
 from adk_stream_protocol.turns.planner import (
@@ -34,7 +35,7 @@ from adk_stream_protocol.turns.planner import (
     collect_answers,
     take_steering,
 )
-from adk_stream_protocol.turns.response import ChunkSink, DeliveryRecord, Response
+from adk_stream_protocol.turns.response import ChunkSink, Response
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ class LiveResponse(Response):
         deferral: Deferral | None,
         on_end: Callable[[], None],
         observer: ResponseObserver | None = None,
-        recording: DeliveryRecord | None = None,
+        records: ResponseRecords | None = None,
         files: ChatArtifacts | None = None,
     ) -> None:
         super().__init__(
@@ -62,7 +63,7 @@ class LiveResponse(Response):
             log,
             deferral=deferral,
             observer=observer,
-            recording=recording,
+            records=records,
             files=files,
         )
         self.calls = TurnCalls()  # the calls this response made, and their results
@@ -107,7 +108,7 @@ class LiveTurn:
         on_end: Callable[[], None],
         continuation: bool = False,
         denied: set[str] | None = None,
-        recording: DeliveryRecord | None = None,
+        records: ResponseRecords | None = None,
     ) -> LiveResponse:
         converter = StreamProtocolConverter(
             message_id=message_id,
@@ -124,7 +125,7 @@ class LiveTurn:
             deferral=Deferral(self._held) if defer else None,
             on_end=on_end,
             observer=self._run.observe_response(continuation=continuation),
-            recording=recording,
+            records=records,
             files=self._run.artifacts,
         )
         self.response = response

@@ -48,15 +48,12 @@ from adk_stream_protocol.store.history import (
 from adk_stream_protocol.store.result_outbox import kept_in
 from adk_stream_protocol.store.rewinds import rewind
 from adk_stream_protocol.turns.bridge import Bridge
+from adk_stream_protocol.turns.chat_records import ResponseRecords
 from adk_stream_protocol.turns.deferral import Deferral
 from adk_stream_protocol.turns.drain import END_WAIT_SECONDS, RESTART_TEXT, TOOL_WAIT_SECONDS
 from adk_stream_protocol.turns.planner import TurnPlan, plan_turn
 from adk_stream_protocol.turns.recovery import Recovery, finish_cut_run
-from adk_stream_protocol.turns.response import (
-    ChunkSink,
-    DeliveryRecord,
-    Response,
-)
+from adk_stream_protocol.turns.response import ChunkSink, Response
 
 logger = logging.getLogger(__name__)
 
@@ -97,10 +94,10 @@ async def _begin(
     transport: Transport,
 ) -> RequestTurn:
     chat: ChatKey = (user_id, request.id)
-    recording = bridge.recorder.open(transport, request, ai_sdk=ai_sdk)
     lease = await take_chat(bridge, chat)
     try:
         plan = await _plan(bridge, user_id, request, lease)
+        records = await bridge.open_records(transport, chat, request, ai_sdk=ai_sdk)
         stop = await bridge.coordination.stops.subscribe(chat)
     except BaseException:
         await lease.release()
@@ -116,7 +113,7 @@ async def _begin(
         ai_sdk=ai_sdk,
         decisions=_decisions(request) if plan.continuation else [],
         transport=transport,
-        recording=recording,
+        records=records,
     )
     turn.begin()
     return turn
@@ -208,10 +205,10 @@ class RequestTurn:
         ai_sdk: AiSdkVersion = 6,
         decisions: list[tuple[str, bool, str | None]] | None = None,
         transport: Transport = "stream",
-        recording: DeliveryRecord | None = None,
+        records: ResponseRecords | None = None,
     ) -> None:
         self._bridge = bridge
-        self._recording = recording
+        self._records = records
         self._ai_sdk = ai_sdk
         self._decisions = decisions or []
         self._chat = chat
@@ -291,7 +288,7 @@ class RequestTurn:
                 log,
                 deferral=Deferral() if plan.defer else None,
                 observer=self._observer,
-                recording=self._recording,
+                records=self._records,
                 files=self._bridge.chat_artifacts(*self._chat),
             )
             await response.start()

@@ -28,6 +28,7 @@ from adk_stream_protocol.protocol.chunks import (
 from adk_stream_protocol.protocol.converter import StreamProtocolConverter
 from adk_stream_protocol.protocol.sse import DONE, encode_event
 from adk_stream_protocol.store.artifact_files import ChatArtifacts
+from adk_stream_protocol.turns.chat_records import ResponseRecords
 from adk_stream_protocol.turns.deferral import Deferral
 
 logger = logging.getLogger(__name__)
@@ -55,15 +56,6 @@ class UnloggedResponse:
         return None
 
 
-class DeliveryRecord(Protocol):
-    """Sees the chunks a response delivers, then its end (a recording: docs/adr/0026).
-    Called on the event loop: it must neither block nor raise."""
-
-    def delivered(self, chunks: Sequence[BaseChunk]) -> None: ...
-
-    def ended(self) -> None: ...
-
-
 class Response:
     """A response's converter, its deferral (if it holds back) and its delivery.
 
@@ -79,12 +71,12 @@ class Response:
         *,
         deferral: Deferral | None = None,
         observer: ResponseObserver | None = None,
-        recording: DeliveryRecord | None = None,
+        records: ResponseRecords | None = None,
         files: ChatArtifacts | None = None,
     ) -> None:
         self.converter = converter
         self.observer = observer or ResponseObserver.inert()  # its span and metrics
-        self._recording = recording
+        self._records = records  # the chat's messages, a recording (docs/adr/0042, 0026)
         self._sink = sink
         self._log = log
         self._deferral = deferral
@@ -186,6 +178,8 @@ class Response:
                 await self._deliver(now)
                 if now:
                     self.observer.delivered()
+            if self._records is not None:
+                await self._records.settle()  # before the client has the end: docs/adr/0042
             await self._send([DONE_EVENT])
         finally:
             try:
@@ -194,14 +188,14 @@ class Response:
             finally:
                 self.observer.end()
                 self.done.set()
-                if self._recording is not None:
-                    self._recording.ended()
+                if self._records is not None:
+                    self._records.ended()
         return held
 
     async def _deliver(self, chunks: Sequence[BaseChunk]) -> None:
         if chunks:
-            if self._recording is not None:
-                self._recording.delivered(chunks)
+            if self._records is not None:
+                self._records.delivered(chunks)
             await self._send([encode_event(chunk) for chunk in chunks])
 
     async def _send(self, events: list[bytes]) -> None:

@@ -39,6 +39,7 @@ async def begin_resumed_turn(
         return None
     try:
         plan = await _plan(bridge, chat)
+        records = await bridge.open_records("stream", chat, None) if plan is not None else None
         stop = await bridge.coordination.stops.subscribe(chat) if plan is not None else None
     except BaseException:
         await lease.release()
@@ -47,7 +48,9 @@ async def begin_resumed_turn(
         await lease.release()
         return None
     logger.info("resume finishes a cut turn user=%s chat=%s", *chat)
-    turn = RequestTurn(bridge, chat, plan, sink, lease=lease, stop=stop, on_end=on_end)
+    turn = RequestTurn(
+        bridge, chat, plan, sink, lease=lease, stop=stop, on_end=on_end, records=records
+    )
     turn.begin()
     return turn
 

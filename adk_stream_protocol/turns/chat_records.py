@@ -1,0 +1,136 @@
+"""What a response is recorded in: the chat's messages, and a recording when those are on.
+
+The chat's messages are kept as the page held them when each response ended
+(docs/adr/0042): the messages the client held when it sent the request, with the response's
+delivered chunks folded onto them as ``useChat`` folds them (``protocol/message_fold.py``).
+They are stored when the response begins (a page that reloads mid-answer finds its question
+and resumes the answer onto it) and again before its ``[DONE]`` goes out, so a page that has
+the end of a response finds it in ``GET /chats/{chatId}``. Both writes happen under the chat's
+lease.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Protocol
+
+from adk_stream_protocol.coordination.base import ChatKey
+from adk_stream_protocol.observability.recording import Recorder
+from adk_stream_protocol.protocol.chunks import AiSdkVersion, BaseChunk, Transport
+from adk_stream_protocol.protocol.message_fold import Message, MessageFold
+from adk_stream_protocol.protocol.ui_messages import ChatRequest
+from adk_stream_protocol.store.chats import ChatIndex
+
+logger = logging.getLogger(__name__)
+
+
+class DeliveryRecord(Protocol):
+    """Sees the chunks a response delivers, then its end (a recording: docs/adr/0026).
+    Called on the event loop: it must neither block nor raise."""
+
+    def delivered(self, chunks: Sequence[BaseChunk]) -> None: ...
+
+    def ended(self) -> None: ...
+
+
+def messages_at_start(stored: Sequence[Message], request: ChatRequest | None) -> list[Message]:
+    """What the client held when it sent ``request``: the request's messages as sent (an edit
+    or a regeneration has cut them at the branch; a response the page stopped is as far as the
+    page read it, which the server cannot know). With no request (a backend's result, a cut
+    turn finished on a resume): the stored messages, continued."""
+    if request is None:
+        return list(stored)
+    sent: list[Message] = request.payload["messages"]
+    return sent
+
+
+class MessageRecord:
+    """One response's messages: the fold of what it delivers, stored by ``save``."""
+
+    def __init__(
+        self,
+        chats: ChatIndex,
+        app: str,
+        chat: ChatKey,
+        fold: MessageFold,
+    ) -> None:
+        self._chats = chats
+        self._app = app
+        self._chat = chat
+        self._fold = fold
+
+    def delivered(self, chunks: Sequence[BaseChunk]) -> None:
+        for chunk in chunks:
+            self._fold.apply(chunk.to_wire_dict())
+
+    async def save(self) -> None:
+        """Store the messages as the response left them. A failure is logged and the response
+        goes on: it has reached its client, and the chat's next response writes them again."""
+        user, chat_id = self._chat
+        try:
+            await self._chats.record_messages(
+                self._app, user, chat_id, self._fold.messages, create=False
+            )
+        except Exception as exc:
+            logger.warning(
+                "chat messages not stored user=%s chat=%s error=%s",
+                user,
+                chat_id,
+                type(exc).__name__,
+            )
+
+
+class ResponseRecords:
+    """A response's records: its recording (when on) and the chat's messages."""
+
+    def __init__(self, recording: DeliveryRecord | None, messages: MessageRecord | None) -> None:
+        self._recording = recording
+        self._messages = messages
+
+    def delivered(self, chunks: Sequence[BaseChunk]) -> None:
+        if self._recording is not None:
+            self._recording.delivered(chunks)
+        if self._messages is not None:
+            self._messages.delivered(chunks)
+
+    async def settle(self) -> None:
+        """Before the response's ``[DONE]``: the messages stored."""
+        if self._messages is not None:
+            await self._messages.save()
+
+    def ended(self) -> None:
+        if self._recording is not None:
+            self._recording.ended()
+
+
+async def open_records(
+    chats: ChatIndex,
+    app: str,
+    recorder: Recorder,
+    transport: Transport,
+    chat: ChatKey,
+    request: ChatRequest | None,
+    *,
+    ai_sdk: AiSdkVersion | None = None,
+) -> ResponseRecords:
+    """The records of a response that begins now, under the chat's lease (``ai_sdk``: the
+    client's version, when the transport knows it better than the request). The messages the
+    client held are stored at once; the chat is created only by a new user message, so a chat
+    deleted meanwhile stays deleted."""
+    version: AiSdkVersion = ai_sdk or (request.ai_sdk if request is not None else 6)
+    recording = recorder.open(transport, request, ai_sdk=version) if request else None
+    user, chat_id = chat
+    stored = await chats.get_chat(app, user, chat_id)
+    messages = messages_at_start(stored.messages if stored is not None else [], request)
+    if request is not None:
+        new_message = request.last_message.role == "user"
+        if not await chats.record_messages(app, user, chat_id, messages, create=new_message):
+            return ResponseRecords(recording, None)  # deleted: nothing to keep
+    fold = MessageFold(
+        messages,
+        ai_sdk=version,
+        trigger=request.trigger if request is not None else "submit-message",
+        message_id=request.message_id if request is not None else None,
+    )
+    return ResponseRecords(recording, MessageRecord(chats, app, chat, fold))
