@@ -187,6 +187,7 @@ def _answer_on_a_new_socket(bank: TableChat, message: dict[str, Any]) -> list[di
             assert json.loads(socket.recv(TIMEOUT_SECONDS))["type"] == "pong"
             break
         except SocketClosed as closed:
+            socket.close()
             assert closed.code == 4409 and time.monotonic() < deadline, closed
     try:
         body = {"id": bank.chat_id, "messages": [*bank.messages[:-1], message]}
