@@ -378,3 +378,19 @@ def test_every_route_has_its_schemas_in_the_openapi_document() -> None:
     assert set(schemas["ChatListing"]["properties"]) == FIELDS
     assert set(schemas["ChatWithMessages"]["properties"]) == FIELDS | {"messages"}
     assert set(schemas["ChatList"]["properties"]) == {"chats", "nextCursor"}
+    # Each refusal with its body, `{"detail": "why"}`; for FastAPI's own 422 of a query value,
+    # a list of errors.
+    refusals = {
+        ("/chats", "get"): {"422", "503"},
+        ("/chats/{chat_id}", "get"): {"404", "503"},
+        ("/chats/{chat_id}", "patch"): {"404", "408", "413", "415", "422", "503"},
+        ("/chats/{chat_id}", "delete"): {"404", "409", "503"},
+    }
+    for (path, method), statuses in refusals.items():
+        for status in statuses:
+            body = paths[path][method]["responses"][status]["content"][ok]["schema"]
+            assert body["required"] == ["detail"], (path, method, status)
+            detail = body["properties"]["detail"]
+            shapes = [shape["type"] for shape in detail.get("anyOf", [detail])]
+            listed = (path, status) == ("/chats", "422")
+            assert shapes == (["string", "array"] if listed else ["string"]), shapes
