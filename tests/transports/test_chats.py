@@ -279,6 +279,8 @@ def test_a_chat_with_a_session_only_can_be_deleted(app: InProcessApp) -> None:
     assert (
         post_stream(app, chat_body(chat_id, user_message("hi", "u1")), headers=ALICE).status == 200
     )
+    # The response recorded it: take its row away, as if the index had come after it.
+    assert on_app_loop(app, bridge_of(app).chats.delete, APP_NAME, "alice", chat_id)
     assert app.http.get(f"/chats/{chat_id}", headers=ALICE).status_code == 404  # not listed
     assert app.http.delete(f"/chats/{chat_id}", headers=BOB).status_code == 404
     assert app.http.delete(f"/chats/{chat_id}", headers=ALICE).status_code == 204
