@@ -12,17 +12,25 @@ from the package. Each is a fenced block right after `<!-- readme-python: NAME -
   id that the page sees.
 
 Any other Python block of the README is named in `NOT_RUN`, with why no test runs it.
+
+A TypeScript block right after `<!-- readme-tsx: NAME -->` is type-checked as the page's own
+code, with the playground's TypeScript and settings, once on ai 7 (`@ai-sdk/react` 4) and once
+on ai 6 (`@ai-sdk/react` 3), as the playground's two builds: `chat-recipe` ("Chats"), with
+`TSX_NAMES` for what it takes from the rest of the page.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import types
 from pathlib import Path
 
+import pytest
 from fastapi import FastAPI
 from google.adk.agents import LlmAgent
 
@@ -171,3 +179,62 @@ def test_the_readme_tool_passes_its_call_id_as_the_idempotency_key() -> None:
         paid = chat.approve(True)
     assert paid.of_type("tool-output-available")[0]["output"] == {"paid": 5, "to": "Bob"}
     assert backend.keys == [call_part["toolCallId"]]
+
+
+# -- TypeScript -------------------------------------------------------------------------------
+
+TSX_BLOCK = re.compile(
+    r"^<!-- readme-tsx: (?P<name>[a-z0-9-]+) -->\n```tsx\n(?P<body>.*?)^```$",
+    re.DOTALL | re.MULTILINE,
+)
+PLAYGROUND = ROOT / "playground"
+# What the recipe takes from the rest of the page: its rendering of a chat.
+TSX_NAMES = """\
+import type { UIMessage } from "ai";
+import type { ReactNode } from "react";
+
+declare global {
+  function ChatView(props: {
+    messages: UIMessage[];
+    onSend: (text: string) => void;
+    onApprove: (approvalId: string, approved: boolean) => void;
+  }): ReactNode;
+}
+"""
+# The packages each build resolves `ai` and `@ai-sdk/react` to (playground/package.json).
+AI_PACKAGES = {
+    "7": {"ai": "ai", "@ai-sdk/react": "@ai-sdk/react"},
+    "6": {"ai": "ai-6", "@ai-sdk/react": "@ai-sdk/react-3"},
+}
+
+
+@pytest.mark.parametrize("ai", sorted(AI_PACKAGES))
+def test_the_readme_chat_recipe_type_checks(ai: str, tmp_path: Path) -> None:
+    blocks = {m["name"]: m["body"] for m in TSX_BLOCK.finditer(README.read_text(encoding="utf-8"))}
+    assert set(blocks) == {"chat-recipe"}, "README.md: missing or unknown `readme-tsx` blocks"
+    node = shutil.which("node")
+    modules = PLAYGROUND / "node_modules"
+    tsc = modules / "typescript" / "bin" / "tsc"
+    assert node is not None and tsc.is_file(), "needs Node and playground/node_modules (npm ci)"
+    (tmp_path / "recipe.tsx").write_text(blocks["chat-recipe"], encoding="utf-8")
+    (tmp_path / "names.ts").write_text(TSX_NAMES, encoding="utf-8")
+    options = json.loads((PLAYGROUND / "tsconfig.json").read_text(encoding="utf-8"))
+    paths = {name: [str(modules / package)] for name, package in AI_PACKAGES[ai].items()}
+    # Everything else from the playground's packages, types first (react's are in @types).
+    paths["*"] = [str(modules / "@types" / "*"), str(modules / "*")]
+    config = {
+        "compilerOptions": {**options["compilerOptions"], "paths": paths},
+        "files": ["recipe.tsx", "names.ts"],
+    }
+    (tmp_path / "tsconfig.json").write_text(json.dumps(config), encoding="utf-8")
+    done = subprocess.run(
+        [node, str(tsc), "-p", str(tmp_path / "tsconfig.json"), "--listFiles"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    # Checked against the build's own packages.
+    for package in AI_PACKAGES[ai].values():
+        assert f"/node_modules/{package}/dist/" in done.stdout, (package, done.stdout)

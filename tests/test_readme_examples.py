@@ -1,5 +1,5 @@
-"""README.md's examples of the wire (its section "On the wire") against the real server, so that
-they cannot drift from it.
+"""README.md's examples of the wire (its sections "On the wire" and "Chats") against the real
+server, so that they cannot drift from it.
 
 Each example is a fenced block right after an HTML comment `<!-- readme-example: NAME -->`:
 
@@ -8,25 +8,33 @@ Each example is a fenced block right after an HTML comment `<!-- readme-example:
   `http://127.0.0.1:8000` pointed at that server.
 - `stream-response`: what that command prints, line by line (the blank lines between events
   included; the one after `data: [DONE]` left out).
+- `chats-list-request`, `chat-get-request`, `chat-rename-request`, `chat-delete-request`: `curl`
+  commands (the last piped into `python3 -m json.tool`, run with this Python), run in that
+  order on a server of their own, after `stream-request` has made its chat there. Each
+  `…-response` is what its command prints (a last line break left out).
 - `live-ai7`, `live-envelope`: a `/live` exchange. The first line, `open URL`, opens a real
   WebSocket; each `→ FRAME` line is a text frame to send as written, each `← FRAME` line the
   next text frame the server must send (a frame shown as `data: …` ends with `\\n\\n`, an SSE
   event). Then no other frame may follow.
 
 Everything must match exactly, except the placeholders `<message-id>`, `<tool-call-id>` and
-`<text-id>`: each stands for the value the server made for that response (it must look like
-one of its kind), and the same placeholder for the same value throughout one example.
+`<text-id>`, and in the chats' examples `<created-at>` and `<updated-at>`: each stands for the
+value the server made (it must look like one of its kind), and the same placeholder for the
+same value throughout one example, or throughout the chats' examples.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from itertools import zip_longest
+from pathlib import Path
 
 import httpx
 import pytest
@@ -40,12 +48,21 @@ EXAMPLE = re.compile(
     r"^<!-- readme-example: (?P<name>[a-z0-9-]+) -->\n```[a-z]*\n(?P<body>.*?)\n```$",
     re.DOTALL | re.MULTILINE,
 )
-EXAMPLE_NAMES = {"stream-request", "stream-response", "live-ai7", "live-envelope"}
+# The chats' examples, in the README's order: each a `-request` and its `-response`.
+CHAT_EXAMPLES = ("chats-list", "chat-get", "chat-rename", "chat-delete")
+EXAMPLE_NAMES = {
+    *("stream-request", "stream-response", "live-ai7", "live-envelope"),
+    *(f"{name}-{side}" for name in CHAT_EXAMPLES for side in ("request", "response")),
+}
+# A time as the server writes it: ISO 8601 in UTC (whole seconds have no fraction).
+ISO_TIME = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?Z"
 # The values that differ from one response to the next, and what each must look like.
 PLACEHOLDERS = {
     "message-id": r"msg_[0-9a-f]{32}",
     "tool-call-id": r"adk-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
     "text-id": r"txt_[0-9a-f]+_[0-9]+",
+    "created-at": ISO_TIME,
+    "updated-at": ISO_TIME,
 }
 PLACEHOLDER = re.compile(r"<([a-z][a-z-]*)>")
 FRAME_TIMEOUT = 30.0
@@ -82,9 +99,10 @@ def readme_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServ
 class Lines:
     """Compares the server's lines with an example's, one by one, binding the placeholders."""
 
-    def __init__(self, example: str) -> None:
+    def __init__(self, example: str, bound: dict[str, str] | None = None) -> None:
+        """``bound``: the values earlier examples bound, when this one must use the same."""
         self.example = example
-        self.bound: dict[str, str] = {}
+        self.bound: dict[str, str] = {} if bound is None else bound
 
     def pattern(self, expected: str) -> re.Pattern[str]:
         parts: list[str] = []
@@ -144,17 +162,20 @@ def test_placeholders_must_match_what_varies_and_nothing_else() -> None:
         Lines("self-check").check(1, '"<finish-reason>"', '"stop"')
 
 
-# -- POST /stream with curl -------------------------------------------------------------------
+# -- curl -------------------------------------------------------------------------------------
 
 
-def curl_argv(command: str, base_url: str) -> list[str]:
-    """The README's `curl` command (continued lines joined) as an argument list, pointed at
-    `base_url`."""
+def readme_command(command: str, base_url: str) -> tuple[list[str], list[str]]:
+    """The README's command (continued lines joined): its `curl` as an argument list, pointed
+    at `base_url`, and what it is piped into (or nothing)."""
     argv = shlex.split(command.replace("\\\n", " "))
-    assert argv[0] == "curl", command
-    urls = [arg for arg in argv if arg.startswith(README_BASE_URL)]
-    assert len(urls) == 1, f"one URL on {README_BASE_URL} expected: {argv}"
-    return [base_url + arg.removeprefix(README_BASE_URL) if arg in urls else arg for arg in argv]
+    pipe = argv.index("|") if "|" in argv else len(argv)
+    curl, into = argv[:pipe], argv[pipe + 1 :]
+    assert curl[0] == "curl", command
+    urls = [arg for arg in curl if arg.startswith(README_BASE_URL)]
+    assert len(urls) == 1, f"one URL on {README_BASE_URL} expected: {curl}"
+    pointed = [base_url + arg.removeprefix(README_BASE_URL) if arg in urls else arg for arg in curl]
+    return pointed, into
 
 
 def run_with_httpx(argv: list[str]) -> str:
@@ -163,40 +184,91 @@ def run_with_httpx(argv: list[str]) -> str:
     headers: dict[str, str] = {}
     data: str | None = None
     url: str | None = None
+    method: str | None = None
+    write_out: str | None = None
     args = iter(argv[1:])
     for arg in args:
-        if arg == "-N":  # no buffering: httpx reads the body as it comes anyway
+        if arg in ("-N", "-s"):  # no buffering, no progress meter: httpx has neither
             continue
         if arg == "-H":
             name, _, value = next(args).partition(":")
             headers[name.strip()] = value.strip()
         elif arg == "-d":
             data = next(args)
+        elif arg == "-X":
+            method = next(args)
+        elif arg == "-w":
+            write_out = next(args)
+            assert write_out == "%{http_code}\\n", f"run_with_httpx does not know -w {write_out!r}"
         elif not arg.startswith("-") and url is None:
             url = arg
         else:
             pytest.fail(f"the README's curl uses {arg!r}, which run_with_httpx does not know")
-    assert url is not None and data is not None, argv
+    assert url is not None, argv
     with httpx.stream(
-        "POST", url, headers=headers, content=data.encode(), timeout=HTTP_TIMEOUT
+        method or ("GET" if data is None else "POST"),
+        url,
+        headers=headers,
+        content=None if data is None else data.encode(),
+        timeout=HTTP_TIMEOUT,
     ) as response:
-        return "".join(response.iter_text())
+        printed = "".join(response.iter_text())
+    return printed if write_out is None else f"{printed}{response.status_code}\n"
+
+
+def run_readme_command(command: str, base_url: str) -> str:
+    """What the README's command prints: its `curl` run with curl when the machine has it,
+    else with httpx; then, if it is piped into `python3 -m json.tool`, that, with this
+    Python."""
+    curl, into = readme_command(command, base_url)
+    if shutil.which("curl"):
+        done = subprocess.run(curl, capture_output=True, timeout=HTTP_TIMEOUT, check=False)
+        assert done.returncode == 0, done.stderr.decode(errors="replace")
+        printed = done.stdout.decode()
+    else:
+        printed = run_with_httpx(curl)
+    if not into:
+        return printed
+    assert into[:3] == ["python3", "-m", "json.tool"], f"piped into {into}, not json.tool"
+    tool = subprocess.run(
+        [sys.executable, *into[1:]],
+        input=printed.encode(),
+        capture_output=True,
+        env={**os.environ, "PYTHONUTF8": "1"},
+        timeout=HTTP_TIMEOUT,
+        check=False,
+    )
+    assert tool.returncode == 0, tool.stderr.decode(errors="replace")
+    return tool.stdout.decode()
 
 
 def test_the_curl_example_prints_what_the_readme_shows(
     examples: dict[str, str], readme_server: LiveServer
 ) -> None:
-    argv = curl_argv(examples["stream-request"], readme_server.base_url)
-    if shutil.which("curl"):
-        done = subprocess.run(argv, capture_output=True, timeout=HTTP_TIMEOUT, check=False)
-        assert done.returncode == 0, done.stderr.decode(errors="replace")
-        printed = done.stdout.decode()
-    else:
-        printed = run_with_httpx(argv)
+    printed = run_readme_command(examples["stream-request"], readme_server.base_url)
     assert printed.endswith("data: [DONE]\n\n"), printed
     Lines("stream-response").check_all(
         examples["stream-response"].split("\n"), printed.removesuffix("\n\n").split("\n")
     )
+
+
+def test_the_chats_examples_print_what_the_readme_shows(
+    examples: dict[str, str], tmp_path: Path
+) -> None:
+    # A server of their own: the list shows every chat of the user, and the examples' one only.
+    with run_server(tmp_path) as server:
+        made = run_readme_command(examples["stream-request"], server.base_url)
+        assert made.endswith("data: [DONE]\n\n"), made
+        bound: dict[str, str] = {}  # one chat: the same times in every example
+        for name in CHAT_EXAMPLES:
+            printed = run_readme_command(examples[f"{name}-request"], server.base_url)
+            Lines(f"{name}-response", bound).check_all(
+                examples[f"{name}-response"].split("\n"), printed.removesuffix("\n").split("\n")
+            )
+        # As the README says after the delete: the list is empty, the chat is gone.
+        listed = httpx.get(f"{server.base_url}/chats", timeout=HTTP_TIMEOUT)
+        assert listed.json() == {"chats": [], "nextCursor": None}
+        assert httpx.get(f"{server.base_url}/chats/chat-1", timeout=HTTP_TIMEOUT).status_code == 404
 
 
 # -- WS /live ---------------------------------------------------------------------------------

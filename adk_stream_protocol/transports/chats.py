@@ -108,12 +108,20 @@ class ChatRename(BaseModel):
         return title
 
 
-_JSON: dict[str, Any] = {"content": {"application/json": {"schema": {"type": "object"}}}}
-_NOT_FOUND: dict[int | str, dict[str, Any]] = {
-    404: {"description": "No such chat for this user", **_JSON}
-}
+# A refusal's body is `{"detail": "why"}`; FastAPI's own 422, for a query value of the wrong
+# type or out of range, has a list of errors as its detail.
+_WHY: dict[str, Any] = {"type": "string"}
+_ERROR_LIST: dict[str, Any] = {"type": "array", "items": {"type": "object"}}
+
+
+def _refusal_doc(description: str, detail: dict[str, Any] | None = None) -> dict[str, Any]:
+    body = {"type": "object", "properties": {"detail": detail or _WHY}, "required": ["detail"]}
+    return {"description": description, "content": {"application/json": {"schema": body}}}
+
+
+_NOT_FOUND: dict[int | str, dict[str, Any]] = {404: _refusal_doc("No such chat for this user")}
 _UNAVAILABLE: dict[int | str, dict[str, Any]] = {
-    503: {"description": "A store is unavailable; retry after Retry-After", **_JSON}
+    503: _refusal_doc("A store is unavailable; retry after Retry-After")
 }
 
 
@@ -121,7 +129,9 @@ _UNAVAILABLE: dict[int | str, dict[str, Any]] = {
     "/chats",
     response_model=ChatList,
     responses={
-        422: {"description": "Not a limit, or not a cursor of this list", **_JSON},
+        422: _refusal_doc(
+            "Not a limit, or not a cursor of this list", {"anyOf": [_WHY, _ERROR_LIST]}
+        ),
         **_UNAVAILABLE,
     },
 )
@@ -182,10 +192,10 @@ def _rename_openapi() -> dict[str, Any]:
     openapi_extra=_rename_openapi(),
     responses={
         **_NOT_FOUND,
-        408: {"description": "The body arrived too slowly", **_JSON},
-        413: {"description": "The body is over the request limit", **_JSON},
-        415: {"description": "Not JSON", **_JSON},
-        422: {"description": "Not a title", **_JSON},
+        408: _refusal_doc("The body arrived too slowly"),
+        413: _refusal_doc("The body is over the request limit"),
+        415: _refusal_doc("Not JSON"),
+        422: _refusal_doc("Not a title"),
         **_UNAVAILABLE,
     },
 )
@@ -216,7 +226,9 @@ async def rename_chat(
     responses={
         204: {"description": "The chat is gone: its session, artifacts and chunk log too"},
         **_NOT_FOUND,
-        409: {"description": "The chat did not come free in time", **_JSON},
+        409: _refusal_doc(
+            "The chat stayed busy: a /live?chatId= socket holds it, or its answer did not stop"
+        ),
         **_UNAVAILABLE,
     },
 )

@@ -279,6 +279,8 @@ def test_a_chat_with_a_session_only_can_be_deleted(app: InProcessApp) -> None:
     assert (
         post_stream(app, chat_body(chat_id, user_message("hi", "u1")), headers=ALICE).status == 200
     )
+    # The response recorded it: take its row away, as if the index had come after it.
+    assert on_app_loop(app, bridge_of(app).chats.delete, APP_NAME, "alice", chat_id)
     assert app.http.get(f"/chats/{chat_id}", headers=ALICE).status_code == 404  # not listed
     assert app.http.delete(f"/chats/{chat_id}", headers=BOB).status_code == 404
     assert app.http.delete(f"/chats/{chat_id}", headers=ALICE).status_code == 204
@@ -378,3 +380,19 @@ def test_every_route_has_its_schemas_in_the_openapi_document() -> None:
     assert set(schemas["ChatListing"]["properties"]) == FIELDS
     assert set(schemas["ChatWithMessages"]["properties"]) == FIELDS | {"messages"}
     assert set(schemas["ChatList"]["properties"]) == {"chats", "nextCursor"}
+    # Each refusal with its body, `{"detail": "why"}`; for FastAPI's own 422 of a query value,
+    # a list of errors.
+    refusals = {
+        ("/chats", "get"): {"422", "503"},
+        ("/chats/{chat_id}", "get"): {"404", "503"},
+        ("/chats/{chat_id}", "patch"): {"404", "408", "413", "415", "422", "503"},
+        ("/chats/{chat_id}", "delete"): {"404", "409", "503"},
+    }
+    for (path, method), statuses in refusals.items():
+        for status in statuses:
+            body = paths[path][method]["responses"][status]["content"][ok]["schema"]
+            assert body["required"] == ["detail"], (path, method, status)
+            detail = body["properties"]["detail"]
+            shapes = [shape["type"] for shape in detail.get("anyOf", [detail])]
+            listed = (path, status) == ("/chats", "422")
+            assert shapes == (["string", "array"] if listed else ["string"]), shapes
