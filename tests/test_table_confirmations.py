@@ -208,8 +208,8 @@ def test_on_the_live_connection_an_answer_after_the_socket_left_is_refused(
     """``/live?chatId=``: the socket that asked holds the chat on its instance, so the answer
     comes back on it. A socket that leaves ends the call's wait ("the user left"; the tool
     does not run, ADR 0013), so an answer sent later, on this instance or any other, finds
-    nothing waiting: it is refused and the tool never runs. Both an in-tool and a declared
-    confirmation."""
+    nothing waiting: it is refused and the tool never runs, and the chat's record shows the
+    call ended. Both an in-tool and a declared confirmation."""
     _asks(bank.send(asking))
     waiting = bank.messages[-1]
     bank.close()
@@ -217,3 +217,9 @@ def test_on_the_live_connection_an_answer_after_the_socket_left_is_refused(
     assert [c["type"] for c in chunks] == ["error"], chunks
     assert "no approval pending" in chunks[0]["errorText"]
     assert ledger.lines == []
+    # The chat's record says what became of the call, so a reloaded page offers no answer.
+    (asked,) = [p for p in waiting["parts"] if p.get("state") == "approval-requested"]
+    record = bank.http.get(f"/chats/{bank.chat_id}").json()["messages"][-1]
+    (part,) = [p for p in record["parts"] if p.get("toolCallId") == asked["toolCallId"]]
+    assert part["state"] == "output-error", part
+    assert "the user left before answering" in part["errorText"]

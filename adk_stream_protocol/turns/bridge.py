@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine, Iterable, Iterator
+from collections.abc import Coroutine, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -41,7 +41,11 @@ from adk_stream_protocol.store.artifact_files import ChatArtifacts, create_artif
 from adk_stream_protocol.store.chat_tables import create_chat_index
 from adk_stream_protocol.store.result_outbox import ResultOutbox
 from adk_stream_protocol.store.sessions import ChatSessions, create_session_service
-from adk_stream_protocol.turns.chat_records import ResponseRecords, open_records
+from adk_stream_protocol.turns.chat_records import (
+    ResponseRecords,
+    open_records,
+    record_unanswered,
+)
 from adk_stream_protocol.turns.drain import Drain
 from adk_stream_protocol.turns.response import UnloggedResponse
 
@@ -175,6 +179,10 @@ class Bridge:
         return await open_records(
             chats, app, self.recorder, transport, chat, request, ai_sdk=ai_sdk
         )
+
+    async def record_unanswered(self, chat: ChatKey, calls: Sequence[str], text: str) -> None:
+        """Calls their socket left unanswered, ended so in the chat's record (ADR 0042)."""
+        await record_unanswered(self.chats, self.sessions.app_name, chat, calls, text)
 
     def live_run_config(self) -> RunConfig:
         if self.settings.live_modality == "AUDIO":

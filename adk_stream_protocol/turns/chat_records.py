@@ -59,15 +59,26 @@ class MessageRecord:
         self._app = app
         self._chat = chat
         self._fold = fold
+        self._failed = False
 
     def delivered(self, chunks: Sequence[BaseChunk]) -> None:
-        for chunk in chunks:
-            self._fold.apply(chunk.to_wire_dict())
+        if self._failed:
+            return
+        try:
+            for chunk in chunks:
+                self._fold.apply(chunk.to_wire_dict())
+        except Exception:
+            # A bug of the fold must not cost the response its chunks: the record is left
+            # as it was at the response's start, for the next response to write again.
+            self._failed = True
+            logger.exception("chat messages not folded chat=%s", self._chat[1])
 
     async def save(self) -> None:
         """Store the messages as the response left them. A failure is logged and the response
         goes on: it has reached its client, and the chat's next response writes them again."""
         user, chat_id = self._chat
+        if self._failed:
+            return
         try:
             await self._chats.record_messages(
                 self._app, user, chat_id, self._fold.messages, create=False
@@ -134,3 +145,23 @@ async def open_records(
         message_id=request.message_id if request is not None else None,
     )
     return ResponseRecords(recording, MessageRecord(chats, app, chat, fold))
+
+
+async def record_unanswered(
+    chats: ChatIndex, app: str, chat: ChatKey, call_ids: Sequence[str], error_text: str
+) -> None:
+    """Calls that ended unanswered with no response open (their socket left): ended in the
+    chat's record as the page would show them had it been there, ``tool-output-error`` with
+    the text the model got, so a reloaded page offers no answer the server would refuse."""
+    user, chat_id = chat
+    try:
+        stored = await chats.get_chat(app, user, chat_id) if call_ids else None
+        if stored is None:
+            return
+        fold = MessageFold(stored.messages)  # continues the last assistant message
+        for call_id in call_ids:
+            chunk = {"type": "tool-output-error", "toolCallId": call_id, "errorText": error_text}
+            fold.apply(chunk)
+        await chats.record_messages(app, user, chat_id, fold.messages, create=False)
+    except Exception as exc:  # the socket's run must still end: logged, the record stays
+        logger.warning("chat record not updated chat=%s error=%s", chat_id, type(exc).__name__)
