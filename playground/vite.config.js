@@ -1,5 +1,5 @@
 // Vite 7 without @vitejs/plugin-react: esbuild compiles the JSX (automatic runtime).
-// `vite` / `vite preview` proxy /stream and /live to the server (ADK_STREAM_URL,
+// `vite` / `vite preview` proxy /stream, /live and /chats to the server (ADK_STREAM_URL,
 // default http://127.0.0.1:8000), so the page calls the API on its own origin,
 // as it does when the FastAPI server serves dist/ at /.
 //
@@ -15,6 +15,7 @@ const target = process.env.ADK_STREAM_URL ?? 'http://127.0.0.1:8000';
 const proxy = {
   '/stream': { target, changeOrigin: true },
   '/live': { target, ws: true, changeOrigin: true },
+  '/chats': { target, changeOrigin: true },
 };
 
 const here = path => fileURLToPath(new URL(path, import.meta.url));

@@ -9,10 +9,10 @@ import type { ApprovalAnswer } from './types';
 export function ChatView({ session }: { session: PlaygroundChat }) {
   const { messages, setMessages, status, error, sendMessage, regenerate, addToolApprovalResponse } = useChat({
     chat: session.chat,
-    // A reloaded page picks up an answer still being written (nothing when there is none):
-    // a GET on /stream, a `resume` frame on ai 7's socket. Not with ours: its resume would
-    // open the chat's live session (run_live) as the page loads.
-    resume: !session.voice,
+    // A chat opened (a reload, a chat from the list) picks up an answer still being written
+    // (nothing when there is none): a GET on /stream, a `resume` frame on ai 7's socket. With
+    // ours only when the server says one runs: its resume opens the chat's live session.
+    resume: session.resume,
   });
   const [text, setText] = useState('');
   const [files, setFiles] = useState<FileList | undefined>();

@@ -2,6 +2,7 @@
 import { Chat } from '@ai-sdk/react';
 import {
   DefaultChatTransport,
+  getToolName,
   isToolUIPart,
   lastAssistantMessageIsCompleteWithApprovalResponses,
   lastAssistantMessageIsCompleteWithToolCalls,
@@ -54,10 +55,21 @@ export interface PlaygroundChat {
   /** Stops the answer on the server too (see README: stop() alone only stops reading). */
   stop(): Promise<void>;
   pcm: PcmPlayer;
+  /** Whether the view should resume an answer as it opens (useChat `resume`): always on
+   * `/stream` and ai 7's socket (nothing comes when none runs); with ours only for a chat the
+   * server says is answering, since its resume opens the chat's live session. */
+  resume: boolean;
+  /** False while the chat runs on behind another one: its voice audio is not played. */
+  shown: boolean;
   /** Set by the view: a tool's transient notice arrived (`onData`). */
   onNotice?: (text: string) => void;
+  /** Runs the browser tools a restored chat's last answer waits for (`input-available`). */
+  runWaitingBrowserCalls(): void;
   dispose(): void;
 }
+
+/** What the server holds of a chat the page opens (`GET /chats/{chatId}`). */
+export type Restored = { messages: PlaygroundMessage[]; active: boolean };
 
 let stockTransport: (ChatTransport<PlaygroundMessage> & { close(): void }) | undefined;
 
@@ -110,6 +122,7 @@ export function createPlaygroundChat(
   kind: TransportKind,
   id: string,
   bgm: BgmPlayer,
+  restored?: Restored,
 ): PlaygroundChat {
   const { inner, voice, endpoint, transportName } = chooseTransport(kind, id);
 
@@ -136,6 +149,8 @@ export function createPlaygroundChat(
 
   const chat: Chat<PlaygroundMessage> = new Chat<PlaygroundMessage>({
     id,
+    // A restored chat goes on from the messages the server kept, as if never reloaded.
+    messages: restored?.messages,
     transport,
     // Approvals and browser tool outputs go back by themselves.
     sendAutomaticallyWhen: options =>
@@ -143,7 +158,7 @@ export function createPlaygroundChat(
       lastAssistantMessageIsCompleteWithToolCalls(options),
     onToolCall: ({ toolCall }) => {
       const spec = BROWSER_TOOLS[toolCall.toolName];
-      if (!spec || ran.has(toolCall.toolCallId)) return;
+      if (!spec) return;
       if (spec.needsApproval) {
         // First `tool-input-available`: the approval request follows, wait for it.
         // After the approval the server sends `tool-input-available` again, with
@@ -153,25 +168,30 @@ export function createPlaygroundChat(
           ?.parts.find(p => isToolUIPart(p) && p.toolCallId === toolCall.toolCallId);
         if (!part || !isToolUIPart(part) || part.approval?.approved !== true) return;
       }
-      ran.add(toolCall.toolCallId);
-      // Never await addToolOutput here: the chat is still processing this response.
-      void runBrowserTool(toolCall.toolName, toolCall.input, bgm).then(
-        output =>
-          chat.addToolOutput({ tool: toolCall.toolName, toolCallId: toolCall.toolCallId, output }),
-        (error: unknown) =>
-          chat.addToolOutput({
-            state: 'output-error',
-            tool: toolCall.toolName,
-            toolCallId: toolCall.toolCallId,
-            errorText: error instanceof Error ? error.message : String(error),
-          }),
-      );
+      run(toolCall);
     },
     onData: part => {
-      if (part.type === 'data-pcm') pcm.enqueue(part.data);
+      if (part.type === 'data-pcm' && session.shown) pcm.enqueue(part.data);
       if (part.type === 'data-notice') session.onNotice?.(part.data.text);
     },
   });
+
+  function run(toolCall: { toolName: string; toolCallId: string; input: unknown }) {
+    if (ran.has(toolCall.toolCallId)) return;
+    ran.add(toolCall.toolCallId);
+    // Never await addToolOutput here: the chat is still processing this response.
+    void runBrowserTool(toolCall.toolName, toolCall.input, bgm).then(
+      output =>
+        chat.addToolOutput({ tool: toolCall.toolName, toolCallId: toolCall.toolCallId, output }),
+      (error: unknown) =>
+        chat.addToolOutput({
+          state: 'output-error',
+          tool: toolCall.toolName,
+          toolCallId: toolCall.toolCallId,
+          errorText: error instanceof Error ? error.message : String(error),
+        }),
+    );
+  }
 
   const session: PlaygroundChat = {
     kind,
@@ -182,6 +202,22 @@ export function createPlaygroundChat(
     nextRequestSent: () =>
       new Promise<void>((resolve, reject) => waiters.push({ resolve, reject })),
     pcm,
+    resume: !voice || restored?.active === true,
+    shown: true,
+    runWaitingBrowserCalls() {
+      // The server keeps a call the browser has not answered as `input-available` (approved
+      // first when its tool needs approval). While an answer runs, resume hands it over.
+      const last = chat.messages.at(-1);
+      if (restored?.active || last?.role !== 'assistant') return;
+      for (const part of last.parts) {
+        if (!isToolUIPart(part) || part.state !== 'input-available') continue;
+        const spec = BROWSER_TOOLS[getToolName(part)];
+        // The approval an approved call keeps (ai's types have none in this state).
+        const approved = (part as { approval?: { approved?: boolean } }).approval?.approved;
+        if (!spec || (spec.needsApproval && approved !== true)) continue;
+        run({ toolName: getToolName(part), toolCallId: part.toolCallId, input: part.input });
+      }
+    },
     async stop() {
       if (kind === 'stream') {
         // Responses may be resumable: a closed connection no longer stops the run, so the

@@ -3,7 +3,7 @@
 // agent's page at `/apps/<name>/` beside that agent's `/apps/<name>/stream` and `/live`.
 // `?api=http://127.0.0.1:8000` points the page at another server (that server needs
 // ADK_STREAM_CORS_ORIGINS for POST /stream). `?transport=live` or `?transport=voice` opens the
-// page on that transport.
+// page on that transport; `?chat=<id>` on that chat (the page keeps both in its URL).
 import { StockWebSocketChatTransport } from './ai7-only';
 
 /**
@@ -31,13 +31,33 @@ const params = new URLSearchParams(window.location.search);
 const pageFolder = window.location.pathname.replace(/\/[^/]*$/, '');
 const apiBase = (params.get('api') ?? pageFolder).replace(/\/+$/, '');
 
-function initial(): TransportKind {
-  const asked = params.get('transport');
-  if (asked === 'voice' && !TRANSPORTS.includes('voice')) return 'live'; // ai 6: live is ours
-  return TRANSPORTS.find(kind => kind === asked) ?? 'stream';
+/** The server's alphabet for chat ids: anything else names no chat. */
+const CHAT_ID = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
+
+/** What the URL names: the transport (`?transport=`; on ai 6 `voice` is `live`) and the chat
+ * (`?chat=`). Read at start and after Back / Forward. */
+export function openedInUrl(): { kind: TransportKind; chatId: string | undefined } {
+  const now = new URLSearchParams(window.location.search);
+  const asked = now.get('transport');
+  const kind =
+    TRANSPORTS.find(option => option === asked) ?? (asked === 'voice' ? 'live' : 'stream');
+  const chatId = now.get('chat') ?? '';
+  return { kind, chatId: CHAT_ID.test(chatId) ? chatId : undefined };
 }
 
-export const initialTransport: TransportKind = initial();
+/** The page's URL for a chat on a transport: `?transport=` (unless `stream`) and `?chat=`,
+ * the other parameters (`api`) kept. */
+export function pageUrl(kind: TransportKind, chatId: string): string {
+  const url = new URL(window.location.href);
+  if (kind === 'stream') url.searchParams.delete('transport');
+  else url.searchParams.set('transport', kind);
+  url.searchParams.set('chat', chatId);
+  return url.toString();
+}
+
+export function chatsUrl(): string {
+  return `${apiBase}/chats`;
+}
 
 export function streamUrl(): string {
   return `${apiBase}/stream`;

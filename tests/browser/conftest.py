@@ -21,6 +21,7 @@ import shutil
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from playwright.sync_api import (
@@ -163,10 +164,11 @@ def open_playground(
     shared_page: SharedPage,
     text_server: LiveServer,
 ) -> Iterator[OpenPlayground]:
-    """Opens the playground on a fresh chat: `open_playground(mode, base_url=...,
+    """Opens the playground on a fresh chat: `open_playground(mode, base_url=..., chat=...,
     **context_options)`. `base_url` defaults to the server of the mode's page (`text_server`
-    for ai 7, `v6_server` for ai 6). With context options (permissions, geolocation) in a new
-    browser context of its own; without, in the shared page."""
+    for ai 7, `v6_server` for ai 6). `chat` opens that chat instead (`?chat=`, as a reload
+    does). With context options (permissions, geolocation) in a new browser context of its
+    own; without, in the shared page."""
     contexts = []
     pages = request.node.stash.setdefault(_PAGES, [])
     console = request.node.stash.setdefault(_CONSOLE, [])
@@ -178,7 +180,9 @@ def open_playground(
     def on_page_error(error: Error) -> None:
         console.append(f"[pageerror] {error}")
 
-    def open_(mode: Mode, base_url: str | None = None, **options: Any) -> Playground:
+    def open_(
+        mode: Mode, base_url: str | None = None, chat: str | None = None, **options: Any
+    ) -> Playground:
         if options or pages:
             context = browser.new_context(**options)
             contexts.append(context)
@@ -196,10 +200,18 @@ def open_playground(
 
         page.on("websocket", on_websocket)
         listened.append((page, on_websocket))
-        query = "" if mode.transport == "stream" else f"?transport={mode.transport}"
-        page.goto(f"{base_url or page_server_of(request, mode).base_url}/{query}")
+        query = urlencode(
+            {
+                **({} if mode.transport == "stream" else {"transport": mode.transport}),
+                **({"chat": chat} if chat else {}),
+            }
+        )
+        page.goto(f"{base_url or page_server_of(request, mode).base_url}/{query and '?'}{query}")
         playground = Playground(page, mode, sockets)
-        playground.expect_fresh_chat()
+        if chat:
+            playground.expect_chat(chat)
+        else:
+            playground.expect_fresh_chat()
         return playground
 
     yield open_

@@ -8,6 +8,7 @@ the transport chosen on its switch.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from urllib.parse import parse_qs, urlsplit
 
 from playwright.sync_api import Locator, Page, WebSocket, expect
 
@@ -92,6 +93,33 @@ class Playground:
         expect(self.by_id("transport-name")).to_have_text(self.mode.transport_name)
         expect(self.by_id("empty-hint")).to_be_visible()
         expect(self.status).to_have_text("ready")
+
+    @property
+    def chat_id(self) -> str:
+        """The open chat's id (the page shows it below the conversation)."""
+        return self.by_id("chat-id").inner_text()
+
+    def expect_chat(self, chat_id: str) -> None:
+        """That chat is open on this mode's page and transport, as the URL says."""
+        expect(self.by_id("active-transport")).to_have_text(self.transport)
+        expect(self.by_id("transport-name")).to_have_text(self.mode.transport_name)
+        expect(self.by_id("chat-id")).to_have_text(chat_id)
+        assert parse_qs(urlsplit(self.page.url).query).get("chat") == [chat_id], self.page.url
+
+    def reload(self) -> None:
+        """Reload the page (F5): it opens the chat its URL names."""
+        chat_id = self.chat_id
+        self.page.reload()
+        self.expect_chat(chat_id)
+
+    def chat_item(self, chat_id: str) -> Locator:
+        """The chat's entry in the chat list."""
+        return self.page.locator(f'[data-testid="chat-item"][data-chat-id="{chat_id}"]')
+
+    def open_chat(self, chat_id: str) -> None:
+        """Click the chat in the list."""
+        self.chat_item(chat_id).get_by_test_id("chat-open").click()
+        self.expect_chat(chat_id)
 
     def send(self, text: str) -> None:
         """Type a message and press Send (as a user would)."""

@@ -3,8 +3,9 @@
 The offline model answers in well under a second, so no person (and no test) could press Stop
 in the middle of an answer. `SlowNetwork` is a reverse proxy on its own loopback port: the page
 is opened through it, and it hands every event of an answer to the browser `pace` seconds
-after the previous one (each SSE event of `POST /stream`, each frame of `WS /live`). The
-server and the page are unchanged; only the delivery is slow, as on a bad connection.
+after the previous one (each SSE event of `POST /stream` and of a resume, `GET
+/stream/{chatId}/stream`, each frame of `WS /live`). The server and the page are unchanged;
+only the delivery is slow, as on a bad connection.
 Setting `pace` to 0 lets the rest through at once.
 """
 
@@ -46,9 +47,11 @@ class SlowNetwork:
         return Starlette(
             routes=[
                 Route("/stream", self._stream, methods=["POST"]),
+                Route("/stream/{chat_id}/stream", self._stream, methods=["GET"]),
                 Route("/stream/{chat_id}/stream", self._stop, methods=["DELETE"]),
                 WebSocketRoute("/live", self._live),
-                Route("/{path:path}", self._static, methods=["GET"]),
+                Route("/chats/{chat_id}", self._passed, methods=["PATCH", "DELETE"]),
+                Route("/{path:path}", self._passed, methods=["GET"]),
             ]
         )
 
@@ -60,17 +63,25 @@ class SlowNetwork:
             )
         return Response(upstream.content, upstream.status_code, _copied(upstream.headers))
 
-    async def _static(self, request: Request) -> Response:
+    async def _passed(self, request: Request) -> Response:
+        """Anything else (the page, `/chats`), at once."""
         async with httpx.AsyncClient(timeout=30) as client:
-            upstream = await client.get(f"{self.upstream}{request.url.path}")
+            upstream = await client.request(
+                request.method,
+                f"{self.upstream}{request.url.path}",
+                params=request.query_params,
+                content=await request.body(),
+                headers=_copied(request.headers),
+            )
         return Response(upstream.content, upstream.status_code, _copied(upstream.headers))
 
     async def _stream(self, request: Request) -> Response:
+        """An answer (`POST /stream`) or a resume of one (`GET`), event by event."""
         client = httpx.AsyncClient(timeout=60)
         upstream = await client.send(
             client.build_request(
-                "POST",
-                f"{self.upstream}/stream",
+                request.method,
+                f"{self.upstream}{request.url.path}",
                 content=await request.body(),
                 headers=_copied(request.headers),
             ),
