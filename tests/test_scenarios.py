@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
+from adk_stream_protocol.protocol.tool_calls import DISCONNECTED_RESULT
 from tests.real_client import (
     CLIENTS,
     OURS,
@@ -152,7 +153,23 @@ def assert_read_back(job: dict[str, Any], report: dict[str, Any]) -> None:
     if job["client"] == "6.0.25":
         for part in (p for m in stored for p in m["parts"] if p["type"] == "reasoning"):
             part.pop("id", None)
-    assert stored == report["messages"]
+    held = report["messages"]
+    if job["transport"] == "ws" and held[-1]["role"] == "assistant":
+        # Our socket, closed at the job's end: the calls it left waiting ended.
+        held = [*held[:-1], _left_unanswered(held[-1])]
+    assert stored == held
+
+
+def _left_unanswered(message: dict[str, Any]) -> dict[str, Any]:
+    """A message as the record keeps it once its ``/live?chatId=`` socket has left: calls
+    still waiting for the page ended unrun (README, "Every ADK feature on every transport")."""
+    parts = []
+    for part in message["parts"]:
+        if part.get("state") in ("approval-requested", "input-available"):
+            part = {k: v for k, v in part.items() if k not in ("state", "output")}
+            part.update(state="output-error", errorText=DISCONNECTED_RESULT["error"])
+        parts.append(part)
+    return {**message, "parts": parts}
 
 
 # -- the expectation language ----------------------------------------------------------------
