@@ -56,6 +56,8 @@
 //   maxRequests            loop guard (default 8); timeoutMs (default 60000)
 //   steps                  run one by one, each until the chat is quiescent:
 //     {action:"send", text?, files?, messageId? | messageIndex?, stopOnServerAfterMs?}
+//      (with messageId or messageIndex of an earlier user message: an edit, as useChat's
+//      sendMessage({text, messageId}) edits it)
 //      (stopOnServerAfterMs: that long after sending, DELETE the chat's answer on
 //      the server, as another tab's Stop does; statuses in `serverStops`)
 //     {action:"regenerate", messageId? | messageIndex?}
@@ -70,6 +72,10 @@
 //      handed to the transport, which must drop them
 //     {action:"wait", ms}            the user takes their time
 //     {action:"resume"}              chat.resumeStream(), as useChat({resume:true}) on mount
+//     {action:"reload"}              the page reloads: the chat and its transport (socket)
+//      are dropped, GET {origin}/chats/{chatId} reads the chat back, and a new chat (same
+//      id, transport kind and client) is built on its messages, as useChat({id, messages});
+//      the later steps act on it and the report's messages are its
 //     {action:"interrupt", afterChunks?}   "http" or "ws": the same as stop
 //      (default 1 chunk); over "ws" the transport must drop the rest of that
 //      response up to its [DONE]
@@ -81,7 +87,8 @@
 // Report (one JSON object on stdout): requests (wire record per request, with
 // parsed chunks and `violations`: for each client name, what its chunk schema
 // says of every chunk: {"6.0.25": [...], "6": [...], "7": [...]}), messages,
-// status, error, finishReasons, loop, timeout, toolCalls, steps. Exit code 0
+// status, error, finishReasons, loop, timeout, toolCalls, steps, reloads (each reload's
+// `afterRequest` and the status of its GET /chats/{chatId}). Exit code 0
 // whenever a report is printed.
 // For "http", a request has its SSE `events`, `rawBody`, `status`.
 // For "ws", a request is one `message` frame and its response: the frames
@@ -115,6 +122,8 @@ const DEFAULT_MAX_REQUESTS = 8;
 // Before aborting for a "stop" step, the chat must have stopped changing for
 // this long, so the chunks we let through have really been applied.
 const STOP_QUIET_MS = 100;
+// A reload: how long the new page takes to load before it reads the chat back.
+const PAGE_LOAD_MS = 250;
 
 // Client name -> the npm alias it is installed as (package.json pins each).
 const CLIENT_PACKAGES = { '6.0.25': 'ai-6.0.25', 6: 'ai', 7: 'ai-7' };
@@ -122,7 +131,7 @@ const isV7 = client => client === '7';
 const AUTO_SEND_MODES = new Set(['none', 'approvals', 'tool-calls', 'both', 'seed']);
 const ACTIONS = new Set([
   'send', 'regenerate', 'approve', 'toolOutput', 'stop', 'interrupt', 'audio', 'wait',
-  'resume',
+  'resume', 'reload',
 ]);
 const TRANSPORTS = new Set(['http', 'ws', 'ws-stock']);
 // Where the checker finds the shipped WebSocket transport (built by `npm ci`
@@ -306,9 +315,9 @@ class MemoryChatState {
   #status = 'ready';
   #error = undefined;
 
-  constructor(onChange) {
+  constructor(onChange, statusHistory = []) {
     this.onChange = onChange;
-    this.statusHistory = [];
+    this.statusHistory = statusHistory;
   }
 
   get status() {
@@ -1084,6 +1093,8 @@ async function runStep(ctx, step) {
       return;
     case 'audio':
       return sendAudio(ctx, step);
+    case 'reload':
+      return reloadPage(ctx);
     default:
       throw new Error(`unknown action ${step.action}`);
   }
@@ -1352,6 +1363,7 @@ async function buildReport(ctx, { timeout }) {
     errors: ctx.errors,
     finishReasons: ctx.finishes.map(f => f.finishReason ?? null),
     serverStops: ctx.serverStops,
+    reloads: ctx.reloads,
     finishes: ctx.finishes,
     onFinishCount: ctx.finishes.length,
     onData: ctx.dataParts,
@@ -1433,27 +1445,35 @@ async function createContext(job) {
     toolCalls: [],
     stepResults: [],
     serverStops: [],
+    reloads: [],
     job,
   };
   ctx.touch = () => {
     ctx.lastActivity = Date.now();
   };
-  ctx.state = new MemoryChatState(() => {
-    ctx.lastStateChange = Date.now();
-    ctx.touch();
-  });
   const maxRequests = job.maxRequests ?? DEFAULT_MAX_REQUESTS;
+  // One recorder for the whole job: a reload's new chat and transport record into it too.
   if (ctx.transportKind === 'ws') {
-    const { WebSocketChatTransport } = await importWsTransport(clientPackage);
     const { WebSocket } = await import('ws');
-    ctx.recorder = createWsRecorder({
-      maxRequests,
-      touch: ctx.touch,
-      WebSocket,
-      headers: job.headers,
-    });
+    ctx.recorder = createWsRecorder({ maxRequests, touch: ctx.touch, WebSocket, headers: job.headers });
     ctx.onControlFrames = [];
-    ctx.transport = new WebSocketChatTransport({
+    ctx.WsTransport = (await importWsTransport(clientPackage)).WebSocketChatTransport;
+  } else if (ctx.transportKind === 'ws-stock') {
+    const { WebSocket } = await import('ws');
+    ctx.recorder = createStockWsRecorder({ maxRequests, touch: ctx.touch, WebSocket });
+  } else {
+    ctx.recorder = createRecorder({ maxRequests, touch: ctx.touch });
+  }
+  ctx.transport = createTransport(ctx);
+  ctx.chat = createChat(ctx, undefined);
+  return ctx;
+}
+
+// The page's transport, recording into the job's recorder.
+function createTransport(ctx) {
+  const { ai, job } = ctx;
+  if (ctx.transportKind === 'ws') {
+    return new ctx.WsTransport({
       url: job.api,
       WebSocket: ctx.recorder.WebSocket,
       // Validate with the chosen client's schema, as its DefaultChatTransport would.
@@ -1467,27 +1487,35 @@ async function createContext(job) {
         if (frame?.type !== 'pong') ctx.touch();
       },
     });
-  } else if (ctx.transportKind === 'ws-stock') {
-    const { WebSocket } = await import('ws');
-    ctx.recorder = createStockWsRecorder({ maxRequests, touch: ctx.touch, WebSocket });
-    ctx.transport = new ai.WebSocketChatTransport({
+  }
+  if (ctx.transportKind === 'ws-stock') {
+    return new ai.WebSocketChatTransport({
       url: job.api,
       webSocket: ctx.recorder.WebSocket,
       ...(job.headers !== undefined ? { headers: job.headers } : {}),
       ...(job.body !== undefined ? { body: job.body } : {}),
     });
-  } else {
-    ctx.recorder = createRecorder({ maxRequests, touch: ctx.touch });
-    ctx.transport = new ai.DefaultChatTransport({
-      api: job.api,
-      headers: job.headers,
-      ...(job.body !== undefined ? { body: job.body } : {}),
-      fetch: ctx.recorder.fetch,
-    });
   }
+  return new ai.DefaultChatTransport({
+    api: job.api,
+    headers: job.headers,
+    ...(job.body !== undefined ? { body: job.body } : {}),
+    fetch: ctx.recorder.fetch,
+  });
+}
 
+// The page's chat (what useChat({ id, messages }) builds), over ctx.transport; its state
+// records into ctx.state's status history.
+function createChat(ctx, messages) {
+  const { ai, job } = ctx;
+  const statusHistory = ctx.state?.statusHistory ?? [];
+  ctx.state = new MemoryChatState(() => {
+    ctx.lastStateChange = Date.now();
+    ctx.touch();
+  }, statusHistory);
+  if (messages !== undefined) ctx.state.messages = messages;
   const toolOutputs = job.toolOutputs ?? {};
-  ctx.chat = new ai.AbstractChat({
+  const chat = new ai.AbstractChat({
     id: job.chatId,
     state: ctx.state,
     transport: ctx.transport,
@@ -1503,12 +1531,12 @@ async function createContext(job) {
       });
       const spec = toolOutputs[toolCall.toolName];
       if (spec == null || toolCall.providerExecuted) return;
-      if (spec.afterApproval && !approvedInChat(ctx.chat, toolCall.toolCallId)) {
+      if (spec.afterApproval && !approvedInChat(chat, toolCall.toolCallId)) {
         return; // a tool that needs approval runs only once the user approved it
       }
       // Not awaited: addToolOutput queues behind the job running this
       // callback, so awaiting it here would deadlock the chat.
-      void ctx.chat.addToolOutput(
+      void chat.addToolOutput(
         toolOutputArgs(toolCall.toolName, toolCall.toolCallId, spec),
       );
     },
@@ -1528,7 +1556,25 @@ async function createContext(job) {
       ctx.dataParts.push({ type: part.type, id: part.id ?? null, transient: Boolean(part.transient) });
     },
   });
-  return ctx;
+  return chat;
+}
+
+// A page reload: the chat and its transport (its socket) are gone; the new page reads the
+// chat back (GET {origin}/chats/{chatId}) and builds a new chat with the same id, transport
+// kind and client on those messages, which the later steps use. `reloads` in the report.
+async function reloadPage(ctx) {
+  if (ctx.transportKind !== 'http') await closeWsTransport(ctx);
+  // The new page loads before it reads the chat: meanwhile the server lets the old socket go
+  // (on our envelope that ends the calls it left waiting, and the chat's record says so).
+  await sleep(PAGE_LOAD_MS);
+  const origin = new URL(ctx.job.api.replace(/^ws/, 'http')).origin;
+  const url = `${origin}/chats/${encodeURIComponent(ctx.job.chatId)}`;
+  const response = await fetch(url, { headers: ctx.job.headers ?? {} });
+  const body = await response.json();
+  ctx.reloads.push({ afterRequest: ctx.recorder.records.length - 1, status: response.status });
+  if (!response.ok) throw new Error(`reload: GET ${url} answered ${response.status}`);
+  ctx.transport = createTransport(ctx);
+  ctx.chat = createChat(ctx, body.messages);
 }
 
 async function readStdin() {

@@ -13,6 +13,7 @@ and the chat keeps every call's id.
 
 from __future__ import annotations
 
+import copy
 import json
 import uuid
 from collections.abc import Callable
@@ -21,6 +22,9 @@ from urllib.parse import quote
 
 from starlette.testclient import TestClient
 
+from adk_stream_protocol.foundation.identity import LOCAL_USER
+from adk_stream_protocol.protocol.chunks import AiSdkVersion
+from adk_stream_protocol.protocol.message_fold import MessageFold
 from adk_stream_protocol.testing import (
     ChatResponse,
     answer_approvals,
@@ -77,6 +81,42 @@ class TableChat:
         self._apply_outputs(self.messages[-1])
         return self._request()
 
+    def regenerate(self) -> ChatResponse:
+        """``regenerate()``: the last answer dropped, the last user message answered again."""
+        if self.messages[-1]["role"] == "assistant":
+            self.messages.pop()
+        self._responses = []
+        return self._request(trigger="regenerate-message")
+
+    def edit(self, index: int, text: str) -> ChatResponse:
+        """``sendMessage({ text, messageId })`` of the user message at ``index``: the chat is
+        cut there and the message replaced, keeping its id."""
+        edited = self.messages[index]
+        assert edited["role"] == "user", edited
+        self.messages[index:] = [{**edited, "parts": [{"type": "text", "text": text}]}]
+        self._responses = []
+        return self._request(message_id=edited["id"])
+
+    def reload(self) -> None:
+        """A page reload: the socket goes, and the chat is what ``GET /chats/{chatId}`` gives
+        back (the page builds ``useChat({ id, messages })`` from it). The read waits until the
+        server has let the old socket go, as a page takes a moment to load. A message
+        continued after this is rebuilt from the responses after it."""
+        if self._socket is not None:
+            self.close()
+            if self.transport == "live":  # the socket's shutdown ends with the chat's lease
+                leases = self.http.app.state.bridge.coordination.leases  # type: ignore[attr-defined]
+                assert self.http.portal is not None
+
+                async def let_go() -> None:
+                    await (await leases.acquire((LOCAL_USER, self.chat_id), self.timeout)).release()
+
+                self.http.portal.call(let_go)
+        response = self.http.get(f"/chats/{quote(self.chat_id, safe='')}")
+        assert response.status_code == 200, response.text
+        self.messages = response.json()["messages"]
+        self._responses = []
+
     def resume(self, started: Callable[[], None] = lambda: None) -> list[dict[str, Any]]:
         """``useChat({ resume: true })``: the chat's active response, or ``[]`` for none;
         ``started`` is called once its first chunk has arrived."""
@@ -103,14 +143,14 @@ class TableChat:
 
     # -- the wire ----------------------------------------------------------------------------
 
-    def _request(self) -> ChatResponse:
-        body: dict[str, Any] = {
-            "id": self.chat_id,
-            "messages": self.messages,
-            "trigger": "submit-message",
-        }
+    def _request(
+        self, *, trigger: str = "submit-message", message_id: str | None = None
+    ) -> ChatResponse:
+        body: dict[str, Any] = {"id": self.chat_id, "messages": self.messages, "trigger": trigger}
         if self.messages[-1]["role"] == "assistant":
             body["messageId"] = self.messages[-1]["id"]  # as the stock client continues one
+        elif message_id is not None:
+            body["messageId"] = message_id  # an edit
         if self.transport == "stream":
             response = self.http.post("/stream", json=body)
             assert response.status_code == 200, response.text
@@ -123,6 +163,13 @@ class TableChat:
             self._frame({"type": "send", "requestId": request_id, "headers": {}, "body": {}} | body)
             chunks = self._read_ai7(request_id)
         self._note_calls(chunks)
+        if self.messages[-1]["role"] == "assistant" and not self._responses:
+            # A message read back (a reload): continued as the client folds a response onto it.
+            ai_sdk: AiSdkVersion = 7 if self.transport == "ai7" else 6
+            fold = MessageFold(self.messages, ai_sdk=ai_sdk, message_id=self.messages[-1]["id"])
+            self.messages = copy.deepcopy(fold.apply_all(chunks))
+            message = self._apply_outputs(self.messages[-1])
+            return ChatResponse(200, json.dumps(chunks), chunks, message)
         self._responses.append(chunks)
         message = self._apply_outputs(assistant_message(*self._responses))
         if self.messages[-1]["role"] == "assistant":

@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
+from adk_stream_protocol.protocol.message_fold import MessageFold
 from adk_stream_protocol.protocol.tool_calls import DISCONNECTED_RESULT
 from tests.real_client import (
     CLIENTS,
@@ -154,22 +155,34 @@ def assert_read_back(job: dict[str, Any], report: dict[str, Any]) -> None:
         for part in (p for m in stored for p in m["parts"] if p["type"] == "reasoning"):
             part.pop("id", None)
     held = report["messages"]
-    if job["transport"] == "ws" and held[-1]["role"] == "assistant":
-        # Our socket, closed at the job's end: the calls it left waiting ended.
-        held = [*held[:-1], _left_unanswered(held[-1])]
+    if job["transport"] == "ws":
+        held = ended_as_the_socket_left(held, ai_sdk=7 if job["client"] == V7 else 6)
     assert stored == held
 
 
-def _left_unanswered(message: dict[str, Any]) -> dict[str, Any]:
-    """A message as the record keeps it once its ``/live?chatId=`` socket has left: calls
-    still waiting for the page ended unrun (README, "Every ADK feature on every transport")."""
-    parts = []
-    for part in message["parts"]:
-        if part.get("state") in ("approval-requested", "input-available"):
-            part = {k: v for k, v in part.items() if k not in ("state", "output")}
-            part.update(state="output-error", errorText=DISCONNECTED_RESULT["error"])
-        parts.append(part)
-    return {**message, "parts": parts}
+def ended_as_the_socket_left(messages: list[dict[str, Any]], ai_sdk: int) -> list[dict[str, Any]]:
+    """On our envelope the calls still waiting when the job's socket closes end with it
+    ("the user left", ADR 0013), and the chat read back shows each ended as a page would have
+    read its ``tool-output-error`` (ADR 0042, 0046)."""
+    if not messages or messages[-1]["role"] != "assistant":
+        return messages
+    parts: list[dict[str, Any]] = messages[-1]["parts"]
+    waiting = [
+        part["toolCallId"]
+        for part in parts
+        if part["type"].startswith("tool-") and part.get("state") in WAITING_STATES
+    ]
+    if not waiting:
+        return messages
+    fold = MessageFold(messages, ai_sdk=7 if ai_sdk == 7 else 6)
+    text = DISCONNECTED_RESULT["error"]
+    return fold.apply_all(
+        [{"type": "tool-output-error", "toolCallId": c, "errorText": text} for c in waiting]
+    )
+
+
+# A tool part waiting for the page: an approval, or a browser call.
+WAITING_STATES = ("approval-requested", "input-available")
 
 
 # -- the expectation language ----------------------------------------------------------------
@@ -206,6 +219,9 @@ def check_message(message: dict[str, Any], wanted: dict[str, Any]) -> None:
     for name, subset in wanted.get("outputs", []):
         output = next(p["output"] for p in tools if p["type"] == f"tool-{name}" and "output" in p)
         assert {k: output.get(k) for k in subset} == subset, output
+    for name, piece in wanted.get("errors", []):  # in the errorText of a tool's output-error
+        texts = [p.get("errorText", "") for p in tools if p["type"] == f"tool-{name}"]
+        assert any(piece in text for text in texts), texts
     text = text_of(message)
     position = 0
     for piece in wanted.get("text", []):  # in this order

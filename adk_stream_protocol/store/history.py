@@ -22,6 +22,21 @@ DEFERRED_KEY = "ui_deferred"
 # On the user event that adds steering messages to a paused turn: their ids, each taken once
 # (docs/adr/0022). Such an event continues its turn; it is no user turn of its own.
 STEERING_IDS_KEY = "ui_steering_ids"
+# ADK's live flow stores a user message's event itself, without metadata. A ``/live`` run sends
+# the message's stamps along in its state delta under this key, and the app's session service
+# moves them into the event's ``custom_metadata`` before storing it (``carry_stamps``), so the
+# session's state never holds them (docs/adr/0046).
+CARRIED_STAMPS_KEY = "adk_stream:stamps"
+
+
+def carry_stamps(event: Event) -> None:
+    """Move the stamps an event carries in its state delta into its ``custom_metadata``."""
+    delta = event.actions.state_delta if event.actions is not None else None
+    if not delta or CARRIED_STAMPS_KEY not in delta:
+        return
+    stamps = delta.pop(CARRIED_STAMPS_KEY)
+    if isinstance(stamps, dict):
+        event.custom_metadata = {**(event.custom_metadata or {}), **stamps}
 
 
 def live_events(events: Sequence[Event]) -> list[Event]:
@@ -40,6 +55,15 @@ def live_events(events: Sequence[Event]) -> list[Event]:
         if cut is not None:
             del kept[cut:]
     return kept
+
+
+def ends_on_users_side(events: Sequence[Event]) -> bool:
+    """Whether the history's last content is the user's (a message, or results of the model's
+    calls): a live model given this history answers it as it connects."""
+    for event in reversed(live_events(events)):
+        if event.content is not None and event.content.parts and not event.partial:
+            return event.content.role == "user"
+    return False
 
 
 def is_user_turn(event: Event) -> bool:

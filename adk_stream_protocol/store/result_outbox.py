@@ -7,8 +7,9 @@ memory: the chat's next holder would find a start without a result and record th
 *outcome unknown* (docs/adr/0032), although the tool did its work and we hold what it said.
 
 ``ResultOutbox`` wraps the app's session service (both runners and ``ChatSessions`` use it)
-and delegates every method. When the append of a real tool result fails with an outage
-(``foundation.outages.outage_of``), it keeps a copy of the event in this process and raises
+and delegates every method; it also moves the stamps a ``/live`` user message carries into its
+event's metadata (``history.carry_stamps``). When the append of a real tool result fails with an
+outage (``foundation.outages.outage_of``), it keeps a copy of the event in this process and raises
 ``ResultKept``. A writer per chat then tries again with backoff (0.2 s doubling to 2 s) for
 at most ``retry_seconds``: it opens the session fresh and appends the same event (same id,
 invocation, content). Meanwhile the turn keeps the chat's lease (``settled``), so nobody else
@@ -34,6 +35,7 @@ from google.adk.sessions import BaseSessionService, Session
 from google.adk.sessions.base_session_service import GetSessionConfig, ListSessionsResponse
 
 from adk_stream_protocol.foundation.outages import SESSION_POOL, SESSION_STORE, Outages, outage_of
+from adk_stream_protocol.store.history import carry_stamps
 from adk_stream_protocol.store.sessions import FENCE_KEY
 
 logger = logging.getLogger(__name__)
@@ -150,6 +152,7 @@ class ResultOutbox(BaseSessionService):
         await self.inner.flush()
 
     async def append_event(self, session: Session, event: Event) -> Event:
+        carry_stamps(event)  # a live message's stamps, carried in its state delta
         try:
             return await self.inner.append_event(session, event)
         except Exception as exc:

@@ -28,7 +28,6 @@ from adk_stream_protocol.coordination.base import (
 from adk_stream_protocol.foundation.errors import RequestError, log_error, new_error_reference
 from adk_stream_protocol.foundation.limits import RequestLimits, run_bounded
 from adk_stream_protocol.protocol.chunks import ErrorChunk
-from adk_stream_protocol.protocol.inputs import is_voice_turn, user_content
 from adk_stream_protocol.protocol.sse import DONE, format_event
 from adk_stream_protocol.protocol.tool_calls import ABANDONED_RESULT, DISCONNECTED_RESULT
 from adk_stream_protocol.protocol.ui_messages import ChatRequest
@@ -49,6 +48,7 @@ from adk_stream_protocol.transports.live_frames import (
 )
 from adk_stream_protocol.transports.live_restarts import AnswerSink, LiveRestart
 from adk_stream_protocol.turns.bridge import Bridge
+from adk_stream_protocol.turns.live_rewinds import plan_live_message, rewind_live_chat
 from adk_stream_protocol.turns.live_runs import LiveRun
 from adk_stream_protocol.turns.live_turns import LiveTurn
 from adk_stream_protocol.turns.planner import new_message_id
@@ -254,15 +254,11 @@ class LiveConnection:
         assert isinstance(request, ChatRequest)
         if request.id != self.chat_id:
             raise RequestError(422, f"this socket serves chat {self.chat_id!r}, not {request.id!r}")
-        if request.trigger == "regenerate-message":
-            raise RequestError(422, "regenerate is not available on /live; use POST /stream")
         return request
 
     async def _new_turn(self, request: ChatRequest, sink: AnswerSink) -> None:
-        last = request.last_message
-        if last.id == self._last_user_message_id or request.message_id is not None:
-            raise RequestError(409, f"message {last.id!r} was already sent on this connection")
-        content = None if is_voice_turn(last) else user_content(last)
+        last_sent = self._last_user_message_id
+        message = await plan_live_message(self._bridge, self._chat, request, last_sent=last_sent)
         failure = await self._run.use()
         # Calls still waiting are abandoned: approvals are cancelled (the tools do not run)
         # and browser calls get a clear result, so the model's history stays valid.
@@ -272,7 +268,9 @@ class LiveConnection:
             await self._run.wait_model_idle()
         finally:
             self._abandoning = False
-        self._last_user_message_id = last.id
+        if message.rewind_before_event_id is not None:  # a regenerate or an edit
+            failure = await rewind_live_chat(self._bridge, self._run, self._chat, message)
+        self._last_user_message_id = request.last_message.id
         turn = self._turn = self._new_turn_state()
         await turn.open_response(
             new_message_id(),
@@ -284,9 +282,9 @@ class LiveConnection:
         if failure is not None:  # the run failed before this message: its response says so
             await self._on_run_failure(failure)
             return
-        if content is not None:
-            self._run.send_content(content)
-        logger.info("live turn chat=%s voice=%s", self.chat_id, content is None)
+        if message.content is not None:
+            self._run.send_content(message.content, stamps=message.stamps)
+        logger.info("live turn chat=%s voice=%s", self.chat_id, message.content is None)
 
     async def _continue(self, request: ChatRequest, sink: AnswerSink) -> None:
         """Approvals and browser results for the assistant message sent last."""

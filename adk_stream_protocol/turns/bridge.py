@@ -20,6 +20,7 @@ from google.adk.agents.run_config import RunConfig
 from google.adk.apps import App
 from google.adk.plugins import plugin_manager
 from google.adk.runners import Runner
+from google.adk.sessions import Session
 from google.genai import types
 from starlette.datastructures import State
 
@@ -39,6 +40,7 @@ from adk_stream_protocol.protocol.chunks import AiSdkVersion, Transport
 from adk_stream_protocol.protocol.ui_messages import ChatRequest
 from adk_stream_protocol.store.artifact_files import ChatArtifacts, create_artifact_service
 from adk_stream_protocol.store.chat_tables import create_chat_index
+from adk_stream_protocol.store.event_rewinds import rewind_before_event
 from adk_stream_protocol.store.result_outbox import ResultOutbox
 from adk_stream_protocol.store.sessions import ChatSessions, create_session_service
 from adk_stream_protocol.turns.chat_records import (
@@ -152,6 +154,17 @@ class Bridge:
             chat_id=chat_id,
             inline_max_bytes=self.settings.artifact_inline_max_bytes,
             root_path=self.settings.root_path,
+        )
+
+    async def rewind(self, session: Session, before_event_id: str) -> None:
+        """Rewind a chat to just before one of its events: history, state and artifacts
+        (docs/adr/0036, docs/adr/0046)."""
+        await rewind_before_event(
+            self.runner,
+            self.sessions.service,
+            session,
+            before_event_id,
+            artifacts=self.artifact_service,
         )
 
     async def open_response_log(self, chat: ChatKey, lease: ChatLease) -> ResponseLog:

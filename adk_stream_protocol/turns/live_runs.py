@@ -1,10 +1,12 @@
 """The ADK ``run_live`` of one ``/live`` socket: its request queue, its task, and where the
 live model is in its own turn.
 
-One run serves every message of the socket. The run knows nothing of responses: it hands
-each event to ``on_event`` (the connection's current turn), except the tail of a model turn
-the client no longer wants (interrupted, or abandoned by a new message), which it discards
-until that model turn ends.
+One run serves every message of the socket; a regenerate or an edit closes it and opens
+another on the rewound session (``reopen``, docs/adr/0046). The run knows nothing of
+responses: it hands each event to ``on_event`` (the connection's current turn), except what
+the client did not ask for, which it discards until that model turn ends: the tail of a turn
+interrupted or abandoned by a new message, and the answer to a history that ends on the
+user's side, which the model gives as it connects.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 
-from google.adk.agents import LiveRequestQueue
+from google.adk.agents import LiveRequest, LiveRequestQueue
 from google.adk.events import Event
 from google.genai import types
 
@@ -23,7 +25,11 @@ from adk_stream_protocol.foundation.errors import RequestError
 from adk_stream_protocol.observability.telemetry import LiveRunTrace, ResponseObserver
 from adk_stream_protocol.plugins.tool_ui import DataRoute
 from adk_stream_protocol.protocol.chunks import DataChunk
-from adk_stream_protocol.store.history import RESPONSE_ID_KEY
+from adk_stream_protocol.store.history import (
+    CARRIED_STAMPS_KEY,
+    RESPONSE_ID_KEY,
+    ends_on_users_side,
+)
 from adk_stream_protocol.turns.bridge import Bridge
 from adk_stream_protocol.turns.recovery import finish_cut_run, stored_recovery
 
@@ -61,6 +67,7 @@ class LiveRun:
         self._model_idle.set()
         self._discard_until_turn_end = False
         self._used = False  # whether the client's input has used the run yet
+        self._closing = False  # ``close`` ends the run: what it raises on its way out is logged
         self._early_failure: Exception | None = None
         self._trace: LiveRunTrace | None = None  # the run's span, once it started
         self._observer: ResponseObserver | None = None  # of the socket's latest response
@@ -93,8 +100,14 @@ class LiveRun:
         # The session exists and holds the history before the run: the live model receives
         # that history when it connects.
         if self._task is None:
-            await self._bridge.sessions.open(self._user_id, self._chat_id)
             await self._finish_cut_turn()
+            session = await self._bridge.sessions.open(self._user_id, self._chat_id)
+            if ends_on_users_side(session.events):
+                # ADK has the model answer such a history as it connects (after a socket left
+                # calls waiting, or a rewind to after abandoned ones). Nobody asked for that
+                # answer: it is dropped, and the first message waits for it to end.
+                self._model_idle.clear()
+                self._discard_until_turn_end = True
             self._trace = self._bridge.telemetry.live_run(self._chat_id)
             with self._trace.current():  # ADK's spans of the run nest under the run's span
                 self._task = self._bridge.spawn(self._run(), name=f"live:{self._chat_id}")
@@ -129,9 +142,12 @@ class LiveRun:
         )
         return self._observer
 
-    def send_content(self, content: types.Content) -> None:
+    def send_content(self, content: types.Content, *, stamps: dict[str, str] | None = None) -> None:
+        """Send user content; ``stamps`` go into the metadata of the event ADK stores for it
+        (``history.carry_stamps``)."""
         self._model_idle.clear()  # the model's turn has begun; it ends with turn_complete
-        self.queue.send_content(content)
+        delta = {CARRIED_STAMPS_KEY: stamps} if stamps else None
+        self.queue.send(LiveRequest(content=content, state_delta=delta))
 
     def send_data_to(self, route: DataRoute) -> None:
         self._data_to = route
@@ -156,7 +172,18 @@ class LiveRun:
         except TimeoutError:
             logger.warning("live turn did not end chat=%s; continuing", self._chat_id)
 
+    async def reopen(self) -> None:
+        """Start another run after ``close``, on the session as it is now (a rewound chat):
+        the live model receives a chat's history only when it connects."""
+        self.queue = LiveRequestQueue()
+        self._task, self._trace, self._observer = None, None, None
+        self._model_idle.set()
+        self._discard_until_turn_end = False
+        self._closing = False
+        await self.start()
+
     async def close(self) -> None:
+        self._closing = True
         self.queue.close()
         if self._observer is not None:
             self._observer.end()  # a no-op once the response ended
@@ -187,6 +214,11 @@ class LiveRun:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
+            if self._closing:  # e.g. an agent's after-agent callback: no turn is open now
+                logger.warning(
+                    "live run of chat=%s failed as it ended", self._chat_id, exc_info=True
+                )
+                return
             if not self._used:
                 self._early_failure = exc  # reported by the first input (see ``use``)
                 return

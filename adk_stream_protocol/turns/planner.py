@@ -5,11 +5,12 @@ answers (approvals, browser results), on both transports: each reads what is pen
 a ``PendingView``. ``take_steering`` adds the steering messages that ride with the answers
 (docs/adr/0022).
 
-``plan_turn`` (``/stream``) compares the client's message list with the session's history and
-returns a ``TurnPlan``: the message id to stream under, the new content for ADK (never history the
-session already holds), whether the session must first be rewound (regenerate, edit), and
-for continuations which approvals and browser results the request answers. It is a pure
-function of the request and the stored events, so it is tested without running anything.
+``plan_turn`` (``/stream``; ``/live`` for regenerate and edit) compares the client's message
+list with the session's history and returns a ``TurnPlan``: the message id to stream under, the
+new content for ADK (never history the session already holds), whether the session must first
+be rewound to before a user message's event (regenerate, edit), and for continuations which
+approvals and browser results the request answers. It is a pure function of the request and
+the stored events, so it is tested without running anything.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ class TurnPlan:
     new_message: types.Content | None
     continuation: bool = False
     user_message_id: str | None = None  # the client's id of the user message, if any
-    rewind_before_invocation_id: str | None = None
+    rewind_before_event_id: str | None = None
     # Stored before the run, in the paused invocation: browser results (ADK drops them from a
     # message that also answers a confirmation), cancellations, and steering messages (ADK
     # refuses text beside function responses; docs/adr/0022).
@@ -117,7 +118,7 @@ def plan_turn(
             message_id=new_id(),
             new_message=user_content(last),
             user_message_id=last.id,
-            rewind_before_invocation_id=earlier.invocation_id,
+            rewind_before_event_id=earlier.id,
         )
     # Calls still waiting for the client get a result, so the model's history stays valid;
     # ADK gives the model the latest result of a call, which replaces an approval placeholder.
@@ -154,7 +155,7 @@ def _regenerate(last: UIMessage, history: list[Event], new_id: Callable[[], str]
         message_id=new_id(),
         new_message=previous.content,
         user_message_id=stored_id if isinstance(stored_id, str) else last.id,
-        rewind_before_invocation_id=previous.invocation_id,
+        rewind_before_event_id=previous.id,
     )
 
 

@@ -46,7 +46,6 @@ from adk_stream_protocol.store.history import (
     USER_MESSAGE_ID_KEY,
 )
 from adk_stream_protocol.store.result_outbox import kept_in
-from adk_stream_protocol.store.rewinds import rewind
 from adk_stream_protocol.turns.bridge import Bridge
 from adk_stream_protocol.turns.chat_records import ResponseRecords
 from adk_stream_protocol.turns.deferral import Deferral
@@ -153,8 +152,8 @@ async def _plan(bridge: Bridge, user_id: str, request: ChatRequest, lease: ChatL
         session.events,
         defer_intermediate=not bridge.settings.stream_intermediate_results,
     )
-    if plan.rewind_before_invocation_id:  # ADK's, with the keys it left None removed
-        await rewind(bridge.runner, sessions.service, session, plan.rewind_before_invocation_id)
+    if plan.rewind_before_event_id:  # ADK's, with the keys it left None removed
+        await bridge.rewind(session, plan.rewind_before_event_id)
     if plan.prior_tool_results is not None:
         # Stored in the paused invocation, where the model expects the calls' results.
         session = await sessions.open(user_id, request.id)
@@ -173,7 +172,7 @@ async def _plan(bridge: Bridge, user_id: str, request: ChatRequest, lease: ChatL
         request.id,
         request.trigger,
         plan.continuation,
-        bool(plan.rewind_before_invocation_id),
+        bool(plan.rewind_before_event_id),
     )
     return plan
 

@@ -136,13 +136,9 @@ def test_error_and_retry(playground: Playground) -> None:
 
     playground.by_id("retry-button").click()
     expect(message).not_to_have_text(first)
-    if not playground.mode.ours:
-        # Retry asks again (/stream, and ai 7's socket, served as /stream serves it); the
-        # model fails again, under a new reference.
-        expect(message).to_have_text(REDACTED_ERROR)
-    else:
-        # Our transport's live session cannot be rewound (docs/adr/0012): the server says so.
-        expect(message).to_have_text("regenerate is not available on /live; use POST /stream")
+    # Retry asks again (on our transport the socket's live run starts again on the rewound
+    # session, docs/adr/0046); the model fails again, under a new reference.
+    expect(message).to_have_text(REDACTED_ERROR)
     expect(playground.status).to_have_text("error")
     expect(playground.messages("user")).to_have_count(1)
 

@@ -156,7 +156,7 @@ def test_new_message_after_a_finished_turn_sends_only_the_new_message() -> None:
     assert result.user_message_id == "u2"
     assert result.message_id == NEW_ID
     assert result.continuation is False
-    assert result.rewind_before_invocation_id is None
+    assert result.rewind_before_event_id is None
     assert result.prior_tool_results is None
 
 
@@ -174,7 +174,7 @@ def test_edit_with_message_id_rewinds_before_the_edited_message() -> None:
         model_text("Sunny.", "inv-2"),
     ]
     result = plan(request(user("u1", "Hello again"), messageId="u1"), events)
-    assert result.rewind_before_invocation_id == "inv-1"
+    assert result.rewind_before_event_id == events[0].id
     assert result.new_message == text_content("Hello again")
     assert result.user_message_id == "u1"
     assert result.message_id == NEW_ID
@@ -198,7 +198,7 @@ def test_rewound_message_may_be_sent_again() -> None:
     )
     events = [user_turn("Hello", "u1", "inv-1"), model_text("Hi!", "inv-1"), rewind]
     result = plan(request(user("u1", "Hello")), events)
-    assert result.rewind_before_invocation_id is None
+    assert result.rewind_before_event_id is None
     assert result.new_message == text_content("Hello")
 
 
@@ -238,7 +238,7 @@ def test_regenerate_rewinds_to_the_last_user_turn_and_resends_it() -> None:
         trigger="regenerate-message",
     )
     result = plan(body, events)
-    assert result.rewind_before_invocation_id == "inv-2"
+    assert result.rewind_before_event_id == events[2].id
     assert result.new_message == text_content("Weather?")
     assert result.user_message_id == "u2"
     assert result.message_id == NEW_ID
