@@ -62,6 +62,14 @@ def message_state(message: dict[str, Any]) -> list[Any]:
     return [p["data"] for p in message["parts"] if p["type"] == "data-state"]
 
 
+def recorded(chat: TableChat, part_type: str) -> list[dict[str, Any]]:
+    """The parts of a type in the chat's last message, as `GET /chats/{chatId}` gives it."""
+    response = chat.http.get(f"/chats/{chat.chat_id}")
+    assert response.status_code == 200, response.text
+    last = response.json()["messages"][-1]
+    return [p for p in last["parts"] if p["type"] == part_type]
+
+
 def shared_state_of(tmp_path: Path, chat_id: str) -> dict[str, Any]:
     return stored_state(SimpleNamespace(db_path=tmp_path / "sessions.db"), chat_id)  # type: ignore[arg-type]
 
@@ -129,9 +137,10 @@ def test_the_pages_state_is_stored_before_the_model_runs_and_sent_back(
     answer = chat.send("which theme?")
     # The tool the model called reads what the page sent with the same request.
     assert [c["output"] for c in answer.of_type("tool-output-available")] == [{"theme": "dark"}]
-    first = state_parts(answer)[0]
-    assert first == {"type": "data-state", "id": "state", "data": {"ui:theme": "dark"}}
-    assert answer.types().index("data-state") == 1, "sent as the response starts"
+    # Sent as the response starts (on /live?chatId= with the welcome the run's callback may
+    # have written as the socket opened).
+    assert answer.types().index("data-state") == 1
+    assert state_parts(answer)[0]["data"]["ui:theme"] == "dark"
     assert message_state(chat.messages[-1]) == [{"ui:theme": "dark", **WELCOME}]
     chat.close()  # /live?chatId= holds the chat while its socket is open
     assert shared_state_of(tmp_path, chat.chat_id)["ui:theme"] == "dark"
@@ -163,8 +172,10 @@ def test_the_pages_state_rides_on_an_approval_and_the_continuation_updates_the_p
         {**WELCOME, "ui:cart": ["lamp"], "ui:note": "a gift"},
         final,
     ]
-    # One part in the continued message, as the client updates it in place.
+    # One part in the continued message, as the client updates it in place; the chat's
+    # record holds the same.
     assert message_state(chat.messages[-1]) == [final]
+    assert recorded(chat, "data-state") == [{"type": "data-state", "id": "state", "data": final}]
 
 
 @pytest.mark.parametrize("transport", ["stream", "ai7"])  # regenerate: run_async only
@@ -293,6 +304,10 @@ def test_each_agents_first_part_is_marked_with_its_name(
         "step-start", "data-agent", "tool-lookup",
         "step-start", "text",
     ]  # fmt: skip
+    assert recorded(chat, "data-agent") == [
+        {"type": "data-agent", "data": {"name": "front_desk"}},
+        {"type": "data-agent", "data": {"name": "forecaster"}},
+    ]
     # The next message goes to the agent that answered last: its response names it first.
     second = chat.send("And the weather tomorrow?")
     assert [c["data"] for c in second.of_type("data-agent")] == [{"name": "forecaster"}]
