@@ -18,8 +18,11 @@ from typing import Any
 
 import pytest
 from google.adk.agents import LlmAgent
+from pydantic import ValidationError
 
 from adk_stream_protocol.demo.agent import build_demo_agent
+from adk_stream_protocol.foundation.limits import RequestLimits
+from adk_stream_protocol.foundation.settings import Settings
 from adk_stream_protocol.testing import (
     AgentClient,
     ChatResponse,
@@ -277,6 +280,15 @@ def test_an_empty_prefix_shares_nothing_and_refuses_state(
     assert "this server shares no state with the page" in refused, refused
     chat.body = {"state": {}}  # no change at all: answered
     assert chat.send("which theme?").errors == []
+
+
+def test_the_prefix_is_a_setting_that_no_page_may_point_at_shared_or_unstored_keys() -> None:
+    assert Settings(_env_file=None).shared_state_prefix == "ui:"
+    for prefix in ("app:ui:", "temp:ui:"):
+        with pytest.raises(ValidationError, match="cannot be shared with the page"):
+            Settings(shared_state_prefix=prefix)
+    limits = RequestLimits.from_settings(Settings(shared_state_prefix="page:", max_state_keys=2))
+    assert (limits.state_prefix, limits.max_state_keys) == ("page:", 2)
 
 
 # -- who answered ------------------------------------------------------------------------------
