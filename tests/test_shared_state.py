@@ -181,29 +181,26 @@ def test_the_pages_state_rides_on_an_approval_and_the_continuation_updates_the_p
     assert recorded(chat, "data-state") == [{"type": "data-state", "id": "state", "data": final}]
 
 
-@pytest.mark.parametrize("transport", ["stream", "ai7"])  # regenerate: run_async only
-def test_a_regenerate_sends_the_state_its_rewind_gave_back(
+@EVERY_TRANSPORT
+def test_a_regenerate_or_an_edit_sends_the_state_its_rewind_gave_back(
     serve: Callable[..., tuple[TableChat, AgentClient]],
 ) -> None:
     chat, _ = serve(build_state_agent())
     chat.send("add a lamp")
     chat.send("add another")
     # Regenerate the last answer: the rewind takes the second lamp out, the run puts it back.
-    chat.messages.pop()
-    request_id = uuid.uuid4().hex[:16]
-    body = {"id": chat.chat_id, "messages": chat.messages, "trigger": "regenerate-message"}
-    if chat.transport == "stream":
-        response = chat.http.post("/stream", json=body)
-        chunks = chat._checked(response.text)
-    else:
-        frame = {"type": "send", "requestId": request_id, "headers": {}, "body": {}} | body
-        chat._frame(frame)
-        chunks = chat._read_ai7(request_id)
-    states = [c["data"] for c in chunks if c["type"] == "data-state"]
-    assert states == [
+    again = chat.regenerate()
+    assert [p["data"] for p in state_parts(again)] == [
         {**WELCOME, "ui:cart": ["lamp"]},
         {**WELCOME, "ui:cart": ["lamp", "lamp"]},
     ]
+    # Edit the first message: back to before it (nothing shared), then its new answer. On
+    # /live?chatId= the run starts again on the rewound chat, and its callback's welcome is
+    # back before the response opens: the page gets the state once.
+    edited = chat.edit(0, "thanks")
+    sent = [p["data"] for p in state_parts(edited)]
+    assert sent == ([WELCOME] if chat.transport == "live" else [{}, WELCOME])
+    assert message_state(chat.messages[-1]) == [WELCOME]
 
 
 # -- shared state: what the page may not write ---------------------------------------------------
