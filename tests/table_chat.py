@@ -58,6 +58,9 @@ class TableChat:
         self._outputs: dict[str, Any] = {}
         # The id of each call the chat's answers made, in order (a test checks they differ).
         self.call_ids: list[str] = []
+        # What the app adds to the next request's body (the transport's `body` option): on
+        # ai 7's socket the `send` frame's `body`, elsewhere beside the messages.
+        self.body: dict[str, Any] = {}
 
     # -- what the page does ------------------------------------------------------------------
 
@@ -151,16 +154,18 @@ class TableChat:
             body["messageId"] = self.messages[-1]["id"]  # as the stock client continues one
         elif message_id is not None:
             body["messageId"] = message_id  # an edit
+        extra, self.body = self.body, {}
         if self.transport == "stream":
-            response = self.http.post("/stream", json=body)
+            response = self.http.post("/stream", json=extra | body)
             assert response.status_code == 200, response.text
             chunks = self._checked(response.text)
         elif self.transport == "live":
-            self._frame({"type": "message", "version": "1", **body})
+            self._frame({"type": "message", "version": "1", **extra, **body})
             chunks = self._read_live()
         else:
             request_id = uuid.uuid4().hex[:16]
-            self._frame({"type": "send", "requestId": request_id, "headers": {}, "body": {}} | body)
+            frame = {"type": "send", "requestId": request_id, "headers": {}, "body": extra}
+            self._frame(frame | body)
             chunks = self._read_ai7(request_id)
         self._note_calls(chunks)
         if self.messages[-1]["role"] == "assistant" and not self._responses:

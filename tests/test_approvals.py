@@ -120,8 +120,9 @@ def test_approved_payment_runs_once_and_continues_the_message(app: InProcessApp)
     (request,) = first.of_type("tool-approval-request")
     second = chat.answer(answer_approvals(chat.assistant(), True))
     assert second.chunks[0] == {"type": "start", "messageId": first.chunks[0]["messageId"]}
-    # The outcome comes first, then the model's answer in a new step.
-    assert second.types()[:3] == ["start", "tool-output-available", "start-step"]
+    # The outcome comes first, with the wallet it changed (shared state, ADR 0044), then the
+    # model's answer in a new step.
+    assert second.types()[:4] == ["start", "tool-output-available", "data-state", "start-step"]
     assert outcome(second) == [("tool-output-available", request["toolCallId"])]
     assert "Sent 50 USD to Hanako" in second.text()
     assert chat.wallet() == 950
@@ -269,11 +270,13 @@ def test_sequential_approvals_defer_text_and_results_to_the_final_response(
     first = chat.say("Pay Alice 10, then pay Bob 20")
     (alice,) = first.of_type("tool-approval-request")
     middle = chat.answer(answer_approvals(chat.assistant(), True))
-    # The intermediate response carries only the next approval request.
+    # The intermediate response carries only the next approval request, and the wallet
+    # Alice's payment changed: shared state is never held back (ADR 0044).
     assert middle.types() == [
-        "start", "start-step", "tool-input-start", "tool-input-available",
+        "start", "data-state", "start-step", "tool-input-start", "tool-input-available",
         "tool-approval-request", "finish-step", "finish",
     ]  # fmt: skip
+    assert middle.of_type("data-state")[0]["data"] == {"ui:wallet": {"balance": 990.0}}
     (bob,) = middle.of_type("tool-approval-request")
     assert middle.of_type("tool-input-available")[0]["input"]["recipient"] == "Bob"
     final = chat.answer(answer_approvals(chat.assistant(), True))

@@ -7,6 +7,7 @@ from the package. Each is a fenced block right after `<!-- readme-python: NAME -
   it: every test passes, and Starlette does not warn (the `testing` extra brings the client
   its ``TestClient`` wants).
 - `tool-progress` ("Tools that reach the page"): the tool, served with a scripted model.
+- `shared-state` ("Shared state"): the tool, served: the page gets its shared key only.
 - `own-agent` ("Your own agent"): the app it builds.
 - `idempotency` ("Approvals and browser tools"): the tool, served, hands its backend the call's
   id that the page sees.
@@ -45,7 +46,7 @@ MARKED_BLOCK = re.compile(
 )
 # The blocks that make the README's test file, in this order.
 TEST_FILE = ("testing", "testing-live", "testing-fixture", "testing-branch", "testing-transfer")
-EXAMPLE_NAMES = {*TEST_FILE, "tool-progress", "own-agent", "idempotency"}
+EXAMPLE_NAMES = {*TEST_FILE, "tool-progress", "shared-state", "own-agent", "idempotency"}
 # Python blocks no test runs, by the first line of code: each is code for a user's own setup.
 NOT_RUN = {
     # Identity: it calls the user's own `verify`.
@@ -151,6 +152,21 @@ def test_the_readme_tool_sends_its_progress_to_the_page() -> None:
     assert answer.message is not None
     parts = [p for p in answer.message["parts"] if p["type"].startswith("data-")]
     assert parts == [{"type": "data-progress", "id": call_id, "data": {"percent": 100}}]
+
+
+def test_the_readme_tool_shares_its_cart_with_the_page() -> None:
+    tool = run_block("shared-state").add_to_cart
+    model = ScriptedLlm(script={"lamp": [call("add_to_cart", item="lamp"), "Added."]})
+    with serve_agent(LlmAgent(name="shop", model=model, tools=[tool])) as chat:
+        answer = chat.send("A lamp, please")
+    assert answer.of_type("data-state") == [
+        {"type": "data-state", "id": "state", "data": {"ui:cart": ["lamp"]}}
+    ]
+    assert "stock_hold" not in answer.body
+    assert answer.message is not None
+    assert [p for p in answer.message["parts"] if p["type"] == "data-state"] == [
+        {"type": "data-state", "id": "state", "data": {"ui:cart": ["lamp"]}}
+    ]
 
 
 class PaymentsBackend:

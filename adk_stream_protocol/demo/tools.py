@@ -29,6 +29,10 @@ logger = logging.getLogger(__name__)
 # Session-scoped state key (no `app:`/`user:` prefix), so every chat starts
 # with a fresh mock wallet.
 WALLET_STATE_KEY = "demo:wallet_balance"
+# What the page is shown of the wallet: a key under the shared state's prefix (`ui:` by
+# default; docs/adr/0044). A copy, never read back: the page may write `ui:` keys, and a
+# balance it could set would be money it could print.
+WALLET_UI_KEY = "ui:wallet"
 INITIAL_WALLET_BALANCE = 1000.0
 
 _WEATHER: dict[str, dict[str, Any]] = {
@@ -100,6 +104,7 @@ def process_payment(
         }
     new_balance = round(balance - amount, 2)
     tool_context.state[WALLET_STATE_KEY] = new_balance
+    tool_context.state[WALLET_UI_KEY] = {"balance": new_balance}
     transaction_id = f"txn_{uuid.uuid4().hex[:12]}"
     logger.debug("demo payment %s: %s %s to %s", transaction_id, amount, currency, recipient)
     return {

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic_core import from_json
 
 from adk_stream_protocol.foundation.errors import RequestError
-from adk_stream_protocol.foundation.settings import Settings
+from adk_stream_protocol.foundation.settings import DEFAULT_STATE_PREFIX, Settings
 
 # Bodies and frames up to this size are read on the event loop (well under a millisecond);
 # larger ones in a worker thread.
@@ -30,6 +30,11 @@ class RequestLimits:
     max_messages_per_request: int
     max_json_depth: int
     max_file_bytes: int
+    # What a request's `state` field may write: keys under the prefix (none when it is empty),
+    # so many keys, so many bytes of JSON (docs/adr/0044).
+    state_prefix: str = DEFAULT_STATE_PREFIX
+    max_state_keys: int = 64
+    max_state_bytes: int = 64 * 1024
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RequestLimits:
@@ -40,6 +45,9 @@ class RequestLimits:
             max_messages_per_request=settings.max_messages_per_request,
             max_json_depth=settings.max_json_depth,
             max_file_bytes=settings.max_file_bytes,
+            state_prefix=settings.shared_state_prefix,
+            max_state_keys=settings.max_state_keys,
+            max_state_bytes=settings.max_state_bytes,
         )
 
 

@@ -12,6 +12,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from adk_stream_protocol.foundation.model_names import OFFLINE_MODEL_NAME, is_offline_model
 
 DEFAULT_SESSION_STORE = "sqlite:///.adk-stream/{app}.db"
+DEFAULT_STATE_PREFIX = "ui:"
 
 
 class Settings(BaseSettings):
@@ -127,11 +128,26 @@ class Settings(BaseSettings):
     # Write each response, its request and its chunks to a JSONL file in this directory, for
     # `adk-stream-protocol replay DIR` (docs/adr/0026). The files hold what users typed.
     record_dir: Path | None = None
+    # -- Shared state (docs/adr/0044). The session state keys that start with this prefix reach
+    # the page as one `data-state` part, and a request's `state` field may change them (the
+    # page's input: an agent trusts them no more than a message). Empty: nothing is shared.
+    shared_state_prefix: Annotated[str, Field(pattern=r"^\S{0,64}$")] = DEFAULT_STATE_PREFIX
+    # Keys in one request's `state` field, and its size as JSON, in bytes (413 past either).
+    max_state_keys: int = Field(default=64, gt=0)
+    max_state_bytes: int = Field(default=64 * 1024, gt=0)
 
     @field_validator("redis_url", "record_dir", "call_result_token", mode="before")
     @classmethod
     def _empty_is_unset(cls, value: object) -> object:
         return None if value == "" else value  # `ADK_STREAM_REDIS_URL=` turns Redis off
+
+    @field_validator("shared_state_prefix")
+    @classmethod
+    def _page_writable(cls, value: str) -> str:
+        # `app:` keys are every user's, `temp:` keys are never stored: no page may write them.
+        if value.startswith(("app:", "temp:")):
+            raise ValueError("an `app:` or `temp:` prefix cannot be shared with the page")
+        return value
 
     @field_validator("cors_origins", "trusted_hosts", mode="before")
     @classmethod

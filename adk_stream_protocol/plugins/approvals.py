@@ -14,9 +14,10 @@ A long-running function that returns a value has answered: that value is the cal
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+from google.adk.events import Event, EventActions
 from google.adk.plugins import BasePlugin
 from google.adk.tools import BaseTool, FunctionTool, ToolContext
 from google.adk.tools.tool_confirmation import ToolConfirmation
@@ -28,6 +29,7 @@ from adk_stream_protocol.coordination.base import (
     Verdict,
     WaitingCall,
 )
+from adk_stream_protocol.plugins.page_states import PageStates
 from adk_stream_protocol.plugins.tool_reruns import rerun_confirmed
 from adk_stream_protocol.protocol.tool_calls import (
     APPROVAL_CANCELLED_RESULT,
@@ -48,11 +50,18 @@ class LiveApprovalPlugin(BasePlugin):
         pending: PendingCalls,
         timeout_seconds: float,
         on_outcome: Callable[[Outcome], None] = lambda outcome: None,
+        *,
+        page_states: PageStates | None = None,
+        append: Callable[[ToolContext, Event], Awaitable[None]] | None = None,
     ) -> None:
         super().__init__(name="adk_stream_protocol_live_approvals")
         self._pending = pending
         self._timeout = timeout_seconds
         self._on_outcome = on_outcome  # the traces and metrics (docs/adr/0027)
+        # The page's changes that came with an answer, and how the run stores an event of
+        # its own (docs/adr/0044).
+        self._page_states = page_states or PageStates()
+        self._append = append
 
     async def before_tool_callback(
         self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext
@@ -97,6 +106,7 @@ class LiveApprovalPlugin(BasePlugin):
             answer = await self._pending.wait_result(
                 _chat(tool_context), call_id, self._timeout, unwatched=dict(DISCONNECTED_RESULT)
             )
+            await self._store_page_state(tool_context)
         return None if answer is result else answer
 
     async def _ask(
@@ -107,7 +117,19 @@ class LiveApprovalPlugin(BasePlugin):
         call = WaitingCall(call_id, tool.name, hint=hint, payload=payload)
         verdict = await self._pending.ask_confirmation(_chat(tool_context), call, self._timeout)
         self._on_outcome(verdict.outcome)
+        await self._store_page_state(tool_context)
         return verdict
+
+    async def _store_page_state(self, tool_context: ToolContext) -> None:
+        """What the page changed with its answer, stored before the call goes on."""
+        delta = self._page_states.take(_chat(tool_context))
+        if delta and self._append is not None:
+            event = Event(
+                author="user",
+                invocation_id=tool_context.invocation_id,
+                actions=EventActions(state_delta=delta),
+            )
+            await self._append(tool_context, event)
 
 
 def _chat(tool_context: ToolContext) -> ChatKey:

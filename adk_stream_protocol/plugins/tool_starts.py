@@ -88,12 +88,16 @@ class ToolStartPlugin(BasePlugin):
             branch=tool_context.branch,
             custom_metadata={CALL_STARTED_KEY: call_id},
         )
+        await self.append(tool_context, mark)
+        logger.debug("tool start recorded chat=%s call=%s tool=%s", chat[1], call_id, tool.name)
+        return None
+
+    async def append(self, tool_context: ToolContext, event: Event) -> None:
+        """An event of the run's, stored in order with the marks of its other calls."""
         order = self._order.setdefault(tool_context.invocation_id, asyncio.Lock())
         async with order:
             # The invocation's own session object: ADK's later appends see it as current.
-            await append_whole(self._sessions, session, mark)
-        logger.debug("tool start recorded chat=%s call=%s tool=%s", chat[1], call_id, tool.name)
-        return None
+            await append_whole(self._sessions, tool_context.session, event)
 
 
 async def append_whole(service: BaseSessionService, session: Session, event: Event) -> None:

@@ -20,6 +20,7 @@ from pydantic_core import to_json
 from adk_stream_protocol.foundation.errors import RequestError
 from adk_stream_protocol.foundation.limits import RequestLimits, read_json
 from adk_stream_protocol.protocol.chunks import UnknownJson
+from adk_stream_protocol.protocol.shared_state import check_state_field
 
 # The part a page adds to the message that answers a confirmation, with the payload the user
 # edited: {"type": "data-approval-response", "id": <approval id>, "data": {"payload": {...}}}
@@ -261,7 +262,8 @@ class ChatRequest(UIModel):
 
     Fields an app adds through the transport's ``body`` option are ignored, except
     ``aiSdk``: an ai 7 app that sends ``"aiSdk": 7`` gets what ai 7 adds to the stream
-    (docs/adr/0023); nothing in the request says so otherwise.
+    (docs/adr/0023); nothing in the request says so otherwise. And ``state``: the page's
+    changes to the shared state (docs/adr/0044).
     """
 
     id: Annotated[str, Field(pattern=CHAT_ID_PATTERN)]
@@ -269,6 +271,8 @@ class ChatRequest(UIModel):
     trigger: Literal["submit-message", "regenerate-message"] = "submit-message"
     message_id: str | None = None
     ai_sdk: Literal[6, 7] = 6
+    # The page's changes to the shared state (docs/adr/0044): {"ui:theme": "dark"}.
+    state: dict[str, UnknownJson] | None = None
     # The JSON as it arrived (unknown keys kept), for a recording (docs/adr/0026).
     _payload: Any = PrivateAttr(default=None)
 
@@ -301,6 +305,7 @@ def parse_chat_request(payload: Any, limits: RequestLimits) -> ChatRequest:
 
 
 def check_limits(request: ChatRequest, limits: RequestLimits) -> None:
+    check_state_field(request.state or {}, limits)
     if len(request.messages) > limits.max_messages_per_request:
         raise RequestError(
             413,

@@ -205,8 +205,7 @@ class LiveConnection:
                 await self._turn.interrupt()
 
     async def _stop_when_asked(self, stopped: asyncio.Event) -> None:
-        """A stop of the chat (``DELETE /stream/{chatId}/stream``, from any instance) ends
-        the open response as an ``interrupt`` frame does."""
+        """A stop of the chat (``DELETE``, from any instance) ends its open response."""
         while True:
             await stopped.wait()
             stopped.clear()
@@ -278,6 +277,7 @@ class LiveConnection:
             await self._open_log(),
             on_end=self._release_slot,
             records=await self._bridge.open_records("live", self._chat, request),
+            page_state=request.state,
         )
         if failure is not None:  # the run failed before this message: its response says so
             await self._on_run_failure(failure)
@@ -300,6 +300,7 @@ class LiveConnection:
             continuation=True,
             denied=answers.denied,
             records=await self._bridge.open_records("live", self._chat, request),
+            page_state=request.state,
         )
         await turn.apply_answers(answers)
 
@@ -353,8 +354,7 @@ class LiveConnection:
 
     def _on_waiting(self, call: WaitingCall) -> None:
         if self._abandoning:
-            # The abandoned turn's model asks after the cancellation: cancelled too, or the
-            # new message would wait for a turn that cannot end.
+            # The abandoned turn asks after its cancellation: cancelled too, so that it ends.
             self._bridge.spawn(
                 self._pending.cancel(self._chat, dict(ABANDONED_RESULT)), name="live-abandon"
             )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine, Iterable, Iterator, Sequence
+from collections.abc import Coroutine, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -32,11 +32,14 @@ from adk_stream_protocol.observability.metrics import Metrics
 from adk_stream_protocol.observability.recording import Recorder
 from adk_stream_protocol.observability.telemetry import Telemetry
 from adk_stream_protocol.plugins.approvals import LiveApprovalPlugin
+from adk_stream_protocol.plugins.page_states import PageStates
 from adk_stream_protocol.plugins.running_tools import RunningTools
 from adk_stream_protocol.plugins.steering import SteeringPlugin
 from adk_stream_protocol.plugins.tool_starts import ToolStartPlugin
 from adk_stream_protocol.plugins.tool_ui import ToolUiPlugin
 from adk_stream_protocol.protocol.chunks import AiSdkVersion, Transport
+from adk_stream_protocol.protocol.shared_state import SharedState
+from adk_stream_protocol.protocol.step_authors import StepAuthors
 from adk_stream_protocol.protocol.ui_messages import ChatRequest
 from adk_stream_protocol.store.artifact_files import ChatArtifacts, create_artifact_service
 from adk_stream_protocol.store.chat_tables import create_chat_index
@@ -118,10 +121,14 @@ class Bridge:
             if isinstance(live_agent, App)
             else app.model_copy(update={"root_agent": live_agent})
         )
+        # The page's changes sent with an answer on /live, stored by the gate (ADR 0044).
+        self.page_states = PageStates()
         gate = LiveApprovalPlugin(
             coordination.pending,
             settings.approval_timeout_seconds,
             on_outcome=lambda outcome: self.telemetry.approval_outcome("live", outcome),
+            page_states=self.page_states,
+            append=self.tool_starts.append,
         )
         # Each runner registers the app's plugins; ADK logs each registration, so the plugins
         # both runners carry would be announced twice at every start.
@@ -133,6 +140,9 @@ class Bridge:
                 session_service=service,
                 artifact_service=self.artifact_service,
             )
+        # Who answered is told only where more than one agent can (docs/adr/0044).
+        self._named_authors = bool(getattr(app.root_agent, "sub_agents", None))
+        self._named_live_authors = bool(getattr(live_app.root_agent, "sub_agents", None))
         self.sessions = ChatSessions(service, app.name, self.outages)
         self.response_slots = ResponseSlots(settings.max_concurrent_responses)
         self.recorder = Recorder(settings.record_dir)
@@ -166,6 +176,16 @@ class Bridge:
             before_event_id,
             artifacts=self.artifact_service,
         )
+
+    def shared_state(self, state: Mapping[str, Any]) -> SharedState | None:
+        """A chat's shared state from its session's, or None when nothing is shared."""
+        prefix = self.settings.shared_state_prefix
+        return SharedState(prefix, state) if prefix else None
+
+    def step_authors(self, *, live: bool = False) -> StepAuthors | None:
+        """Who answered, for one response; None for an app of one agent."""
+        named = self._named_live_authors if live else self._named_authors
+        return StepAuthors() if named else None
 
     async def open_response_log(self, chat: ChatKey, lease: ChatLease) -> ResponseLog:
         """A new response's chunk log, or none while its store is unavailable: the response

@@ -14,8 +14,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import aclosing
+from typing import Any
 
 from google.adk.agents import LiveRequest, LiveRequestQueue
 from google.adk.events import Event
@@ -25,6 +26,8 @@ from adk_stream_protocol.foundation.errors import RequestError
 from adk_stream_protocol.observability.telemetry import LiveRunTrace, ResponseObserver
 from adk_stream_protocol.plugins.tool_ui import DataRoute
 from adk_stream_protocol.protocol.chunks import DataChunk
+from adk_stream_protocol.protocol.shared_state import SharedState
+from adk_stream_protocol.protocol.step_authors import StepAuthors
 from adk_stream_protocol.store.history import (
     CARRIED_STAMPS_KEY,
     RESPONSE_ID_KEY,
@@ -71,6 +74,9 @@ class LiveRun:
         self._early_failure: Exception | None = None
         self._trace: LiveRunTrace | None = None  # the run's span, once it started
         self._observer: ResponseObserver | None = None  # of the socket's latest response
+        # The chat's shared state, from the session the run starts on and every event of the
+        # run, those of no response too (docs/adr/0044).
+        self.shared_state: SharedState | None = None
 
     @property
     def model_busy(self) -> bool:
@@ -102,6 +108,10 @@ class LiveRun:
         if self._task is None:
             await self._finish_cut_turn()
             session = await self._bridge.sessions.open(self._user_id, self._chat_id)
+            if self.shared_state is None:
+                self.shared_state = self._bridge.shared_state(session.state)
+            else:  # reopened on a rewound chat: what the rewind gave back is sent
+                self.shared_state.reset(session.state)
             if ends_on_users_side(session.events):
                 # ADK has the model answer such a history as it connects (after a socket left
                 # calls waiting, or a rewind to after abandoned ones). Nobody asked for that
@@ -141,6 +151,25 @@ class LiveRun:
             parent=self._trace.context if self._trace is not None else None,
         )
         return self._observer
+
+    def step_authors(self) -> StepAuthors | None:
+        """Who answered, for one response of this socket (docs/adr/0044)."""
+        return self._bridge.step_authors(live=True)
+
+    def send_state(self, delta: Mapping[str, Any] | None, *, answers: bool = False) -> None:
+        """The page's changes to the shared state, stored by the run as a user event: with a
+        new message, before its content (ADK's ``LiveRequest.state_delta``); with answers,
+        when the call they answer goes on (``PageStates``)."""
+        chat = (self._user_id, self._chat_id)
+        if answers:
+            if delta:
+                self._bridge.page_states.put(chat, dict(delta))
+        else:  # with what no answer took
+            delta = {**self._bridge.page_states.take(chat), **(delta or {})}
+            if delta:
+                self.queue.send(LiveRequest(state_delta=delta))
+        if delta and self.shared_state is not None:
+            self.shared_state.update(delta)
 
     def send_content(self, content: types.Content, *, stamps: dict[str, str] | None = None) -> None:
         """Send user content; ``stamps`` go into the metadata of the event ADK stores for it
@@ -185,6 +214,7 @@ class LiveRun:
     async def close(self) -> None:
         self._closing = True
         self.queue.close()
+        self._bridge.page_states.take((self._user_id, self._chat_id))  # nobody stores them now
         if self._observer is not None:
             self._observer.end()  # a no-op once the response ended
         if self._task is None:
@@ -227,6 +257,8 @@ class LiveRun:
             self._bridge.tool_ui.close_route(chat, self._route_data)
 
     async def _dispatch(self, event: Event) -> None:
+        if self.shared_state is not None:
+            self.shared_state.observe(event)
         if event.turn_complete:
             self._model_idle.set()
         elif event.content is not None or event.output_transcription is not None:

@@ -23,6 +23,8 @@ from adk_stream_protocol.foundation.settings import Settings
 from adk_stream_protocol.observability.telemetry import ResponseObserver
 from adk_stream_protocol.protocol.chunks import BaseChunk, DataChunk, FinishReason
 from adk_stream_protocol.protocol.converter import StreamProtocolConverter
+from adk_stream_protocol.protocol.shared_state import SharedState
+from adk_stream_protocol.protocol.step_authors import StepAuthors
 from adk_stream_protocol.protocol.tool_calls import TurnCalls
 from adk_stream_protocol.protocol.ui_messages import UIMessage
 from adk_stream_protocol.store.artifact_files import ChatArtifacts
@@ -56,6 +58,8 @@ class LiveResponse(Response):
         observer: ResponseObserver | None = None,
         records: ResponseRecords | None = None,
         files: ChatArtifacts | None = None,
+        shared_state: SharedState | None = None,
+        authors: StepAuthors | None = None,
     ) -> None:
         super().__init__(
             converter,
@@ -65,6 +69,8 @@ class LiveResponse(Response):
             observer=observer,
             records=records,
             files=files,
+            shared_state=shared_state,
+            authors=authors,
         )
         self.calls = TurnCalls()  # the calls this response made, and their results
         self.announced: set[str] = set()  # approval ids whose requests it sent
@@ -109,7 +115,11 @@ class LiveTurn:
         continuation: bool = False,
         denied: set[str] | None = None,
         records: ResponseRecords | None = None,
+        page_state: dict[str, Any] | None = None,
     ) -> LiveResponse:
+        """The next response of the turn; ``page_state``: the request's changes to the shared
+        state, stored by the run before the model goes on (docs/adr/0044)."""
+        self._run.send_state(page_state, answers=continuation)
         converter = StreamProtocolConverter(
             message_id=message_id,
             error_detail=self._settings.error_detail,
@@ -127,6 +137,8 @@ class LiveTurn:
             observer=self._run.observe_response(continuation=continuation),
             records=records,
             files=self._run.artifacts,
+            shared_state=self._run.shared_state,
+            authors=self._run.step_authors(),
         )
         self.response = response
         self._run.send_data_to(self.tool_data)

@@ -86,6 +86,7 @@ class TurnPlan:
     # A cut run of this turn to finish (docs/adr/0032): as this response when the request
     # answers nothing new (a retry), else before the new message runs.
     recovery: Recovery | None = None
+    state_delta: dict[str, Any] | None = None  # the page's shared state, on the user's event
 
 
 def plan_turn(

@@ -38,6 +38,7 @@ from adk_stream_protocol.foundation.outages import (
 )
 from adk_stream_protocol.protocol.chunks import AiSdkVersion, Transport
 from adk_stream_protocol.protocol.converter import StreamProtocolConverter
+from adk_stream_protocol.protocol.shared_state import SharedState
 from adk_stream_protocol.protocol.ui_messages import ChatRequest
 from adk_stream_protocol.store.history import (
     ASSISTANT_MESSAGE_ID_KEY,
@@ -50,8 +51,9 @@ from adk_stream_protocol.turns.bridge import Bridge
 from adk_stream_protocol.turns.chat_records import ResponseRecords
 from adk_stream_protocol.turns.deferral import Deferral
 from adk_stream_protocol.turns.drain import END_WAIT_SECONDS, RESTART_TEXT, TOOL_WAIT_SECONDS
-from adk_stream_protocol.turns.planner import TurnPlan, plan_turn
+from adk_stream_protocol.turns.planner import TurnPlan
 from adk_stream_protocol.turns.recovery import Recovery, finish_cut_run
+from adk_stream_protocol.turns.request_plans import plan_request
 from adk_stream_protocol.turns.response import ChunkSink, Response
 
 logger = logging.getLogger(__name__)
@@ -95,7 +97,7 @@ async def _begin(
     chat: ChatKey = (user_id, request.id)
     lease = await take_chat(bridge, chat)
     try:
-        plan = await _plan(bridge, user_id, request, lease)
+        plan, shared_state = await plan_request(bridge, user_id, request, lease)
         records = await bridge.open_records(transport, chat, request, ai_sdk=ai_sdk)
         stop = await bridge.coordination.stops.subscribe(chat)
     except BaseException:
@@ -113,6 +115,7 @@ async def _begin(
         decisions=_decisions(request) if plan.continuation else [],
         transport=transport,
         records=records,
+        shared_state=shared_state,
     )
     turn.begin()
     return turn
@@ -139,42 +142,6 @@ async def _refuse_while_results_wait(bridge: Bridge, chat: ChatKey) -> None:
     process: 503, since the store's return ends it, not the busy 409 (docs/adr/0035)."""
     if bridge.outbox.holds(chat) or await bridge.coordination.leases.results_waiting(chat):
         raise RequestError(503, RESULTS_WAITING_MESSAGE, retry_after=RETRY_AFTER_SECONDS)
-
-
-async def _plan(bridge: Bridge, user_id: str, request: ChatRequest, lease: ChatLease) -> TurnPlan:
-    sessions = bridge.sessions
-    if lease.unclean:  # the former holder lapsed: its writes are refused from now on
-        session = await sessions.fence(user_id, request.id, lease.generation)
-    else:
-        session = await sessions.open(user_id, request.id)
-    plan = plan_turn(
-        request,
-        session.events,
-        defer_intermediate=not bridge.settings.stream_intermediate_results,
-    )
-    if plan.rewind_before_event_id:  # ADK's, with the keys it left None removed
-        await bridge.rewind(session, plan.rewind_before_event_id)
-    if plan.prior_tool_results is not None:
-        # Stored in the paused invocation, where the model expects the calls' results.
-        session = await sessions.open(user_id, request.id)
-        await sessions.service.append_event(
-            session,
-            Event(
-                author="user",
-                invocation_id=plan.prior_invocation_id or session.events[-1].invocation_id,
-                content=plan.prior_tool_results,
-                custom_metadata=plan.prior_metadata,
-            ),
-        )
-    logger.info(
-        "turn user=%s chat=%s trigger=%s continuation=%s rewind=%s",
-        user_id,
-        request.id,
-        request.trigger,
-        plan.continuation,
-        bool(plan.rewind_before_event_id),
-    )
-    return plan
 
 
 def _decisions(request: ChatRequest) -> list[tuple[str, bool, str | None]]:
@@ -205,9 +172,11 @@ class RequestTurn:
         decisions: list[tuple[str, bool, str | None]] | None = None,
         transport: Transport = "stream",
         records: ResponseRecords | None = None,
+        shared_state: SharedState | None = None,
     ) -> None:
         self._bridge = bridge
         self._records = records
+        self._shared_state = shared_state
         self._ai_sdk = ai_sdk
         self._decisions = decisions or []
         self._chat = chat
@@ -289,6 +258,8 @@ class RequestTurn:
                 observer=self._observer,
                 records=self._records,
                 files=self._bridge.chat_artifacts(*self._chat),
+                shared_state=self._shared_state,
+                authors=self._bridge.step_authors(),
             )
             await response.start()
             # The chat's tools send their data parts here while the run lasts (ADR 0025).
@@ -386,6 +357,7 @@ class RequestTurn:
             user_id=self._chat[0],
             session_id=self._chat[1],
             new_message=plan.new_message,
+            state_delta=plan.state_delta,
             run_config=RunConfig(streaming_mode=StreamingMode.SSE, custom_metadata=self._stamps()),
             abort_signal=self._stop.stopped,
         )

@@ -26,7 +26,9 @@ from adk_stream_protocol.protocol.chunks import (
     FinishStepChunk,
 )
 from adk_stream_protocol.protocol.converter import StreamProtocolConverter
+from adk_stream_protocol.protocol.shared_state import SharedState
 from adk_stream_protocol.protocol.sse import DONE, encode_event
+from adk_stream_protocol.protocol.step_authors import StepAuthors
 from adk_stream_protocol.store.artifact_files import ChatArtifacts
 from adk_stream_protocol.turns.chat_records import ResponseRecords
 from adk_stream_protocol.turns.deferral import Deferral
@@ -73,8 +75,13 @@ class Response:
         observer: ResponseObserver | None = None,
         records: ResponseRecords | None = None,
         files: ChatArtifacts | None = None,
+        shared_state: SharedState | None = None,
+        authors: StepAuthors | None = None,
     ) -> None:
         self.converter = converter
+        # The chat's shared state and who answered (docs/adr/0044), when the app has them.
+        self._state = shared_state
+        self._authors = authors
         self.observer = observer or ResponseObserver.inert()  # its span and metrics
         self._records = records  # the chat's messages, a recording (docs/adr/0042, 0026)
         self._sink = sink
@@ -95,6 +102,7 @@ class Response:
     async def start(self) -> None:
         # Sent at once even when deferring: the client sees the response begin.
         await self._deliver(self.converter.start())
+        await self._share_state()  # what the request itself changed
 
     async def emit(self, chunks: Sequence[BaseChunk], *, keep: bool = False) -> None:
         """Send (or collect, when deferring) chunks; ``keep``: never held for a later
@@ -110,6 +118,8 @@ class Response:
     async def convert(self, event: Event) -> None:
         errored = self.converter.errored
         chunks = self.converter.convert(event)
+        if self._authors is not None:
+            chunks = self._authors.mark(event.author, chunks)
         if self.converter.errored and not errored:
             self.observer.error(error_code(event))
         await self.emit(chunks)
@@ -118,6 +128,17 @@ class Response:
         if self._files is not None and not self.ended:
             # After the event's tool results: a tool's file follows its output.
             await self.emit(await self._files.files_of(event), keep=True)
+        if self._state is not None:
+            self._state.observe(event)
+            await self._share_state()
+
+    async def _share_state(self) -> None:
+        """The ``data-state`` part, when the shared keys changed. Never held back by a
+        response that pauses: it is the state now, not a part of the answer."""
+        if self._state is None or self.ended:
+            return  # an ended response keeps the change for the next one
+        if (part := self._state.changed_part()) is not None:
+            await self.emit([part], keep=True)
 
     async def approval_responses(self, decisions: Sequence[tuple[str, bool, str | None]]) -> None:
         for _, approved, _ in decisions:

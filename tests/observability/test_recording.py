@@ -169,9 +169,9 @@ def test_what_a_continuation_holds_back_is_recorded_where_it_is_delivered(
     recorded = [[line["chunk"] for line in read_lines(path)[1:-1]] for path in files]
     assert recorded == [first.chunks, middle.chunks, final.chunks]
     # The converter made Alice's result in the middle response; the client got it only in
-    # the final one, and so did the recording.
+    # the final one, and so did the recording (the wallet it changed is never held back).
     assert [c["type"] for c in recorded[1]] == [
-        "start", "start-step", "tool-input-start", "tool-input-available",
+        "start", "data-state", "start-step", "tool-input-start", "tool-input-available",
         "tool-approval-request", "finish-step", "finish",
     ]  # fmt: skip
     (alice,) = first.of_type("tool-approval-request")

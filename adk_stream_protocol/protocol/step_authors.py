@@ -1,0 +1,58 @@
+"""Who answered: the agent behind each part of a response, in an app with sub-agents
+(docs/adr/0044).
+
+A ``data-agent`` part, ``{"name": <agent>}``, comes before the first part of a response and
+before the first part of every agent that takes over after it (a ``transfer_to_agent``, the
+next agent of a workflow). The agent of any part is the name in the ``data-agent`` part last
+before it in its message. No transient part, so it stays in the message; no id, so each one is
+a part of its own. A page that does not look for it shows the same as without it: stock
+``useChat`` renders no data part, and the helpers that read a step look at its tool parts only.
+An app whose root agent has no sub-agents is sent none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from adk_stream_protocol.protocol.chunks import (
+    AbortChunk,
+    BaseChunk,
+    DataChunk,
+    ErrorChunk,
+    FinishStepChunk,
+    ReasoningEndChunk,
+    StartStepChunk,
+    TextEndChunk,
+)
+
+AGENT_PART = "data-agent"
+
+# What closes the previous agent's blocks or steps, or opens a step: the author's first part
+# comes after these. Errors and aborts are no part of a message.
+_NOT_A_PART = (
+    TextEndChunk,
+    ReasoningEndChunk,
+    FinishStepChunk,
+    StartStepChunk,
+    ErrorChunk,
+    AbortChunk,
+)
+
+
+class StepAuthors:
+    """The authors of one response's parts: where a ``data-agent`` part goes."""
+
+    def __init__(self) -> None:
+        self._author: str | None = None
+
+    def mark(self, author: str, chunks: Sequence[BaseChunk]) -> list[BaseChunk]:
+        """An event's chunks, with a ``data-agent`` part before its first part when the
+        event's author is not the author of the part before it."""
+        if not author or author == "user" or author == self._author:
+            return list(chunks)
+        at = next((i for i, c in enumerate(chunks) if not isinstance(c, _NOT_A_PART)), None)
+        if at is None:
+            return list(chunks)  # nothing of this author's own yet
+        self._author = author
+        marker = DataChunk(type=AGENT_PART, data={"name": author})
+        return [*chunks[:at], marker, *chunks[at:]]
