@@ -21,7 +21,10 @@ import httpx
 import pytest
 
 from adk_stream_protocol.protocol.message_fold import MessageFold
-from adk_stream_protocol.protocol.tool_calls import DISCONNECTED_RESULT
+from adk_stream_protocol.protocol.tool_calls import (
+    APPROVAL_CANCELLED_RESULT,
+    DISCONNECTED_RESULT,
+)
 from tests.real_client import (
     CLIENTS,
     OURS,
@@ -162,27 +165,32 @@ def assert_read_back(job: dict[str, Any], report: dict[str, Any]) -> None:
 
 def ended_as_the_socket_left(messages: list[dict[str, Any]], ai_sdk: int) -> list[dict[str, Any]]:
     """On our envelope the calls still waiting when the job's socket closes end with it
-    ("the user left", ADR 0013), and the chat read back shows each ended as a page would have
-    read its ``tool-output-error`` (ADR 0042, 0046)."""
+    (ADR 0013): an approval is cancelled, a browser call gets "the user left". The chat read
+    back shows each ended as a page would have read its ``tool-output-error``, with the text
+    the model got (ADR 0042, 0046)."""
     if not messages or messages[-1]["role"] != "assistant":
         return messages
-    parts: list[dict[str, Any]] = messages[-1]["parts"]
-    waiting = [
-        part["toolCallId"]
-        for part in parts
-        if part["type"].startswith("tool-") and part.get("state") in WAITING_STATES
-    ]
-    if not waiting:
+    ended = {
+        part["toolCallId"]: ENDED_WITH_THE_SOCKET[part["state"]]
+        for part in messages[-1]["parts"]
+        if part["type"].startswith("tool-") and part.get("state") in ENDED_WITH_THE_SOCKET
+    }
+    if not ended:
         return messages
     fold = MessageFold(messages, ai_sdk=7 if ai_sdk == 7 else 6)
-    text = DISCONNECTED_RESULT["error"]
     return fold.apply_all(
-        [{"type": "tool-output-error", "toolCallId": c, "errorText": text} for c in waiting]
+        [
+            {"type": "tool-output-error", "toolCallId": call, "errorText": text}
+            for call, text in ended.items()
+        ]
     )
 
 
-# A tool part waiting for the page: an approval, or a browser call.
-WAITING_STATES = ("approval-requested", "input-available")
+# What a part waiting for the page ends with when its socket leaves.
+ENDED_WITH_THE_SOCKET = {
+    "approval-requested": APPROVAL_CANCELLED_RESULT["error"],
+    "input-available": DISCONNECTED_RESULT["error"],
+}
 
 
 # -- the expectation language ----------------------------------------------------------------

@@ -16,6 +16,7 @@ import pytest
 from google.adk.agents import LlmAgent
 from google.adk.apps import App
 
+from adk_stream_protocol.protocol.tool_calls import APPROVAL_CANCELLED_RESULT
 from adk_stream_protocol.testing import (
     AgentClient,
     answer_approvals,
@@ -206,7 +207,7 @@ def test_on_the_live_connection_an_answer_after_the_socket_left_is_refused(
     bank: TableChat, ledger: Ledger, asking: str
 ) -> None:
     """``/live?chatId=``: the socket that asked holds the chat on its instance, so the answer
-    comes back on it. A socket that leaves ends the call's wait ("the user left"; the tool
+    comes back on it. A socket that leaves ends the call's wait (cancelled; the tool
     does not run, ADR 0013), so an answer sent later, on this instance or any other, finds
     nothing waiting: it is refused and the tool never runs, and the chat's record shows the
     call ended. Both an in-tool and a declared confirmation."""
@@ -222,4 +223,4 @@ def test_on_the_live_connection_an_answer_after_the_socket_left_is_refused(
     record = bank.http.get(f"/chats/{bank.chat_id}").json()["messages"][-1]
     (part,) = [p for p in record["parts"] if p.get("toolCallId") == asked["toolCallId"]]
     assert part["state"] == "output-error", part
-    assert "the user left before answering" in part["errorText"]
+    assert part["errorText"] == APPROVAL_CANCELLED_RESULT["error"]  # what the model got

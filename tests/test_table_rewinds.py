@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from google.adk.agents import LlmAgent
 
-from adk_stream_protocol.protocol.tool_calls import DISCONNECTED_RESULT
+from adk_stream_protocol.protocol.tool_calls import APPROVAL_CANCELLED_RESULT, DISCONNECTED_RESULT
 from adk_stream_protocol.testing import AgentClient, ChatResponse, serve_agent, settings_for_tests
 from tests.sample_agents import Ledger, bank_agent, counter_agent, support_agent
 from tests.table_chat import TRANSPORTS, TableChat
@@ -125,9 +125,10 @@ def test_a_waiting_approval_is_answered_after_a_reload(
     part = _tool_part(chat)
     if transport == "live":
         # The wait lived in the run of the socket that left, which ended it: the chat read
-        # back shows the call ended ("the user left"); the tool never ran.
+        # back shows the call ended as the model was told (the approval cancelled); the tool
+        # never ran.
         assert part["state"] == "output-error", part
-        assert part["errorText"] == DISCONNECTED_RESULT["error"]
+        assert part["errorText"] == APPROVAL_CANCELLED_RESULT["error"]
         assert ledger.lines == []
         return
     assert part["state"] == "approval-requested", part

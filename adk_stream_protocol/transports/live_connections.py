@@ -182,9 +182,9 @@ class LiveConnection:
         try:
             await stop.close()
             await self._finish_open_response()
-            left = [call.call_id for call in await self._pending.waiting(self._chat)]
+            left = await self._pending.waiting(self._chat)
             await self._pending.unwatch(self._chat, dict(DISCONNECTED_RESULT))
-            await self._bridge.record_unanswered(self._chat, left, DISCONNECTED_RESULT["error"])
+            await self._bridge.record_unanswered(self._chat, left)
             await self._run.close()
         finally:  # even when the server cancels the handler
             self._release_slot()

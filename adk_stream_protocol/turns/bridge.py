@@ -24,7 +24,13 @@ from google.adk.sessions import Session
 from google.genai import types
 from starlette.datastructures import State
 
-from adk_stream_protocol.coordination.base import ChatKey, ChatLease, Coordination, ResponseLog
+from adk_stream_protocol.coordination.base import (
+    ChatKey,
+    ChatLease,
+    Coordination,
+    ResponseLog,
+    WaitingCall,
+)
 from adk_stream_protocol.foundation.limits import ResponseSlots
 from adk_stream_protocol.foundation.outages import Outages, outage_of
 from adk_stream_protocol.foundation.settings import Settings
@@ -213,9 +219,9 @@ class Bridge:
             chats, app, self.recorder, transport, chat, request, ai_sdk=ai_sdk
         )
 
-    async def record_unanswered(self, chat: ChatKey, calls: Sequence[str], text: str) -> None:
+    async def record_unanswered(self, chat: ChatKey, calls: Sequence[WaitingCall]) -> None:
         """Calls their socket left unanswered, ended so in the chat's record (ADR 0042)."""
-        await record_unanswered(self.chats, self.sessions.app_name, chat, calls, text)
+        await record_unanswered(self.chats, self.sessions.app_name, chat, calls)
 
     def live_run_config(self) -> RunConfig:
         if self.settings.live_modality == "AUDIO":

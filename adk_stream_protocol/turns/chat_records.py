@@ -15,10 +15,11 @@ import logging
 from collections.abc import Sequence
 from typing import Protocol
 
-from adk_stream_protocol.coordination.base import ChatKey
+from adk_stream_protocol.coordination.base import ChatKey, WaitingCall
 from adk_stream_protocol.observability.recording import Recorder
 from adk_stream_protocol.protocol.chunks import AiSdkVersion, BaseChunk, Transport
 from adk_stream_protocol.protocol.message_fold import Message, MessageFold
+from adk_stream_protocol.protocol.tool_calls import APPROVAL_CANCELLED_RESULT, DISCONNECTED_RESULT
 from adk_stream_protocol.protocol.ui_messages import ChatRequest
 from adk_stream_protocol.store.chats import ChatIndex
 
@@ -32,17 +33,6 @@ class DeliveryRecord(Protocol):
     def delivered(self, chunks: Sequence[BaseChunk]) -> None: ...
 
     def ended(self) -> None: ...
-
-
-def messages_at_start(stored: Sequence[Message], request: ChatRequest | None) -> list[Message]:
-    """What the client held when it sent ``request``: the request's messages as sent (an edit
-    or a regeneration has cut them at the branch; a response the page stopped is as far as the
-    page read it, which the server cannot know). With no request (a backend's result, a cut
-    turn finished on a resume): the stored messages, continued."""
-    if request is None:
-        return list(stored)
-    sent: list[Message] = request.payload["messages"]
-    return sent
 
 
 class MessageRecord:
@@ -132,9 +122,13 @@ async def open_records(
     version: AiSdkVersion = ai_sdk or (request.ai_sdk if request is not None else 6)
     recording = recorder.open(transport, request, ai_sdk=version) if request else None
     user, chat_id = chat
-    stored = await chats.get_chat(app, user, chat_id)
-    messages = messages_at_start(stored.messages if stored is not None else [], request)
-    if request is not None:
+    if request is None:  # a backend's result, a cut turn finished: the stored messages go on
+        stored = await chats.get_chat(app, user, chat_id)
+        messages: list[Message] = stored.messages if stored is not None else []
+    else:
+        # The client's state when it sent the request, as sent: an edit or a regeneration
+        # has cut it at the branch, and after a stop only the page knows how far it read.
+        messages = request.payload["messages"]
         new_message = request.last_message.role == "user"
         if not await chats.record_messages(app, user, chat_id, messages, create=new_message):
             return ResponseRecords(recording, None)  # deleted: nothing to keep
@@ -148,20 +142,27 @@ async def open_records(
 
 
 async def record_unanswered(
-    chats: ChatIndex, app: str, chat: ChatKey, call_ids: Sequence[str], error_text: str
+    chats: ChatIndex, app: str, chat: ChatKey, calls: Sequence[WaitingCall]
 ) -> None:
     """Calls that ended unanswered with no response open (their socket left): ended in the
     chat's record as the page would show them had it been there, ``tool-output-error`` with
-    the text the model got, so a reloaded page offers no answer the server would refuse."""
+    the text the model got (a cancelled approval's, or the browser call's "the user left"),
+    so a reloaded page offers no answer the server would refuse."""
     user, chat_id = chat
     try:
-        stored = await chats.get_chat(app, user, chat_id) if call_ids else None
+        stored = await chats.get_chat(app, user, chat_id) if calls else None
         if stored is None:
             return
         fold = MessageFold(stored.messages)  # continues the last assistant message
-        for call_id in call_ids:
-            chunk = {"type": "tool-output-error", "toolCallId": call_id, "errorText": error_text}
-            fold.apply(chunk)
+        for call in calls:
+            ended = DISCONNECTED_RESULT if call.approval_id is None else APPROVAL_CANCELLED_RESULT
+            fold.apply(
+                {
+                    "type": "tool-output-error",
+                    "toolCallId": call.call_id,
+                    "errorText": ended["error"],
+                }
+            )
         await chats.record_messages(app, user, chat_id, fold.messages, create=False)
     except Exception as exc:  # the socket's run must still end: logged, the record stays
         logger.warning("chat record not updated chat=%s error=%s", chat_id, type(exc).__name__)

@@ -114,7 +114,7 @@ def test_on_our_transport_a_reload_shows_the_approval_ended_with_its_socket(
     playground.reload()
     payment = playground.tool("process_payment")
     playground.expect_tool_state(payment, "output-error")
-    expect(payment).to_contain_text("the user left before answering")
+    expect(payment).to_contain_text("The approval request was cancelled; the tool did not run.")
     expect(payment.get_by_test_id("approve-button")).to_have_count(0)
     expect(playground.chat_item(chat_id)).to_have_attribute("data-waiting", "")
     assert stored(page_server, chat_id)["waiting"] is None

@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,26 +23,9 @@ from adk_stream_protocol.store.history import (
     find_user_turn,
     live_events,
 )
-from adk_stream_protocol.store.sessions import FENCE_KEY, create_session_service
+from adk_stream_protocol.store.sessions import FENCE_KEY
 
 APP = "event-rewinds"
-
-
-@pytest_asyncio.fixture(params=["memory", "sqlite", "postgres"])
-async def service(
-    request: pytest.FixtureRequest, tmp_path: Path
-) -> AsyncIterator[BaseSessionService]:
-    if request.param == "memory":
-        url = "memory://"
-    elif request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'sessions.db'}"
-    else:
-        url = request.getfixturevalue("postgres_url")
-    made = create_session_service(url)
-    yield made
-    close = getattr(made, "close", None)
-    if close is not None:
-        await close()
 
 
 class Chat:

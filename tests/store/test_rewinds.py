@@ -3,12 +3,10 @@ invocation, on every store the server supports (docs/adr/0036)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from google.adk.agents import LlmAgent
 from google.adk.errors import StaleSessionError
 from google.adk.events import Event, EventActions
@@ -19,23 +17,6 @@ from adk_stream_protocol.store.rewinds import keys_left_none, remove_state_keys,
 from adk_stream_protocol.store.sessions import create_session_service
 
 APP = "rewinds"
-
-
-@pytest_asyncio.fixture(params=["memory", "sqlite", "postgres"])
-async def service(
-    request: pytest.FixtureRequest, tmp_path: Path
-) -> AsyncIterator[BaseSessionService]:
-    if request.param == "memory":
-        url = "memory://"
-    elif request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'sessions.db'}"
-    else:
-        url = request.getfixturevalue("postgres_url")
-    made = create_session_service(url)
-    yield made
-    close = getattr(made, "close", None)
-    if close is not None:
-        await close()
 
 
 def runner_on(service: BaseSessionService) -> Runner:
