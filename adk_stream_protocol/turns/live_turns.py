@@ -102,6 +102,7 @@ class LiveTurn:
         self._steered: set[str] = set()  # ids of the steering messages this turn took
         self._steering: list[types.Part] = []  # taken, for when the model's turn completes
         self.response: LiveResponse | None = None
+        self._ending: LiveResponse | None = None  # the last response closed, maybe still ending
 
     # -- responses ----------------------------------------------------------------------------
 
@@ -165,6 +166,7 @@ class LiveTurn:
     def _close_response(self) -> LiveResponse | None:
         response, self.response = self.response, None
         if response is not None:
+            self._ending = response
             response.on_end()
         return response
 
@@ -212,6 +214,10 @@ class LiveTurn:
 
     async def interrupt(self) -> None:
         if self.response is None:
+            # One already ending (its record being stored) has its [DONE] out before the
+            # interrupt returns: the client's next frame is answered after that [DONE].
+            if self._ending is not None:
+                await self._ending.done.wait()
             return
         logger.info("live interrupt chat=%s", self._chat[1])
         self._run.discard_rest_of_model_turn()

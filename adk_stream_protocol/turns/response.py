@@ -164,8 +164,7 @@ class Response:
     async def finish(self, reason: FinishReason | None = None) -> list[BaseChunk]:
         if self.ended:
             return []
-        await self.emit(self.converter.finish(reason))
-        return await self._end()
+        return await self._end_after(self.converter.finish(reason))
 
     async def fail(self, exc: BaseException, *, error_text: str | None = None) -> list[BaseChunk]:
         """End with an ``error`` chunk after the run (or our handling of it) raised;
@@ -174,8 +173,7 @@ class Response:
             return []
         if not self.converter.errored:
             self.observer.error(type(exc).__name__)
-        await self.emit(self.converter.fail(exc, error_text=error_text))
-        return await self._end()
+        return await self._end_after(self.converter.fail(exc, error_text=error_text))
 
     async def end_with_error(self, text: str) -> list[BaseChunk]:
         """End with an ``error`` chunk that says ``text``, where nothing failed in the run:
@@ -186,7 +184,14 @@ class Response:
         chunks = self.converter.finish()
         ends = (FinishStepChunk, FinishChunk)
         at = next((i for i, c in enumerate(chunks) if isinstance(c, ends)), len(chunks))
-        await self.emit([*chunks[:at], ErrorChunk(error_text=text), *chunks[at:]])
+        return await self._end_after([*chunks[:at], ErrorChunk(error_text=text), *chunks[at:]])
+
+    async def _end_after(self, chunks: Sequence[BaseChunk]) -> list[BaseChunk]:
+        try:
+            await self.emit(chunks)
+        except BaseException:
+            self.done.set()  # its [DONE] cannot go out: nobody may wait for it
+            raise
         return await self._end()
 
     async def _end(self) -> list[BaseChunk]:

@@ -371,3 +371,27 @@ def test_an_oversized_frame_closes_the_socket_with_1009(small_frame_app: InProce
         with pytest.raises(SocketClosed) as closed:
             live.ws.recv(timeout=5)
         assert closed.value.code == 1009
+
+
+def test_an_interrupt_as_the_response_ends_answers_after_its_done(socket: LiveSocket) -> None:
+    """The client stops just as the answer ends on its own: the server is between the
+    `finish` chunk and the [DONE] (storing the chat's record). Whatever the client sends
+    after its interrupt is answered after that [DONE], so a page that stops and then pings
+    or sends never sees the old response still open (found by tests/test_fuzz.py)."""
+    messages: list[dict[str, Any]] = []
+    for round_ in range(5):
+        messages.append(user_message(f"Hello {round_}", f"u{round_}"))
+        socket.send({"type": "message", **chat_body(socket.chat_id, *messages)})
+        frames: list[str] = []
+        while '"type":"finish"' not in (frame := socket.ws.recv(timeout=30)):
+            frames.append(frame)
+        socket.send({"type": "interrupt"})
+        socket.send({"type": "ping", "timestamp": f"after-{round_}"})
+        after = socket.ws.recv(timeout=30)
+        assert after == "data: [DONE]\n\n", f"round {round_}: {after!r} came before the [DONE]"
+        assert json.loads(socket.ws.recv(timeout=30)) == {
+            "type": "pong",
+            "timestamp": f"after-{round_}",
+        }
+        message_id = json.loads(frames[0].removeprefix("data: "))["messageId"]
+        messages.append({"id": message_id, "role": "assistant", "parts": []})
