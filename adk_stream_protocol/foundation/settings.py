@@ -65,6 +65,10 @@ class Settings(BaseSettings):
     # Stream text and earlier results in responses that pause for another approval, instead
     # of holding them back for the final response (docs/adr/0010).
     stream_intermediate_results: bool = False
+    # Milliseconds a text or reasoning delta may wait for the next ones of its block, to go
+    # out as one chunk: fewer renders for the page (docs/adr/0048). A block's first delta, any
+    # other chunk and the end are never held. 0 sends each delta as the model gives it.
+    delta_coalescing_ms: int = Field(default=0, ge=0, le=1000)
     # /live: the live model's output, TEXT or AUDIO (with transcriptions of both sides).
     live_modality: Literal["TEXT", "AUDIO"] = "TEXT"
     # /live: how long a tool waits for the user's approval before it fails.

@@ -60,6 +60,7 @@ class LiveResponse(Response):
         files: ChatArtifacts | None = None,
         shared_state: SharedState | None = None,
         authors: StepAuthors | None = None,
+        coalescing_seconds: float = 0.0,
     ) -> None:
         super().__init__(
             converter,
@@ -71,6 +72,7 @@ class LiveResponse(Response):
             files=files,
             shared_state=shared_state,
             authors=authors,
+            coalescing_seconds=coalescing_seconds,
         )
         self.calls = TurnCalls()  # the calls this response made, and their results
         self.announced: set[str] = set()  # approval ids whose requests it sent
@@ -140,6 +142,7 @@ class LiveTurn:
             files=self._run.artifacts,
             shared_state=self._run.shared_state,
             authors=self._run.step_authors(),
+            coalescing_seconds=self._settings.delta_coalescing_ms / 1000,
         )
         self.response = response
         self._run.send_data_to(self.tool_data)

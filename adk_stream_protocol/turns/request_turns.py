@@ -260,6 +260,7 @@ class RequestTurn:
                 files=self._bridge.chat_artifacts(*self._chat),
                 shared_state=self._shared_state,
                 authors=self._bridge.step_authors(),
+                coalescing_seconds=self._bridge.settings.delta_coalescing_ms / 1000,
             )
             await response.start()
             # The chat's tools send their data parts here while the run lasts (ADR 0025).

@@ -32,6 +32,7 @@ from adk_stream_protocol.protocol.step_authors import StepAuthors
 from adk_stream_protocol.store.artifact_files import ChatArtifacts
 from adk_stream_protocol.turns.chat_records import ResponseRecords
 from adk_stream_protocol.turns.deferral import Deferral
+from adk_stream_protocol.turns.delta_coalescing import DeltaCoalescer
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +78,7 @@ class Response:
         files: ChatArtifacts | None = None,
         shared_state: SharedState | None = None,
         authors: StepAuthors | None = None,
+        coalescing_seconds: float = 0.0,
     ) -> None:
         self.converter = converter
         # The chat's shared state and who answered (docs/adr/0044), when the app has them.
@@ -90,6 +92,11 @@ class Response:
         self._files = files  # the chat's saved artifacts, sent as file parts
         self.ended = False
         self.done = asyncio.Event()  # set once its [DONE] is out (or it failed to go out)
+        # Deltas merged within a window (docs/adr/0048): the lock keeps a timed release and
+        # a delivery from interleaving their chunks.
+        self._coalescer = DeltaCoalescer(coalescing_seconds) if coalescing_seconds > 0 else None
+        self._delivering = asyncio.Lock()
+        self._release_timer: asyncio.Task[None] | None = None
 
     @property
     def deferring(self) -> bool:
@@ -204,10 +211,13 @@ class Response:
                 await self._deliver(now)
                 if now:
                     self.observer.delivered()
+            await self._release_held()
             if self._records is not None:
                 await self._records.settle()  # before the client has the end: docs/adr/0042
             await self._send([DONE_EVENT])
         finally:
+            if self._release_timer is not None:  # the end failed to go out: nothing follows
+                self._release_timer.cancel()
             try:
                 await self._log.close()
                 await self._sink.close()
@@ -219,6 +229,35 @@ class Response:
         return held
 
     async def _deliver(self, chunks: Sequence[BaseChunk]) -> None:
+        coalescer = self._coalescer
+        if coalescer is None:
+            await self._put(chunks)
+            return
+        async with self._delivering:
+            await self._put(coalescer.take(chunks))
+            if coalescer.holding and self._release_timer is None:
+                self._release_timer = asyncio.create_task(self._release_later(coalescer))
+
+    async def _release_later(self, coalescer: DeltaCoalescer) -> None:
+        await asyncio.sleep(coalescer.window_seconds)
+        async with self._delivering:
+            self._release_timer = None
+            try:
+                await self._put(coalescer.release())
+            except Exception as exc:  # the next delivery meets the same failure and reports it
+                logger.warning("a held delta could not be delivered: %s", type(exc).__name__)
+
+    async def _release_held(self) -> None:
+        """The end is never late: what is held goes out before it."""
+        if self._coalescer is None:
+            return
+        async with self._delivering:
+            if self._release_timer is not None:
+                self._release_timer.cancel()
+                self._release_timer = None
+            await self._put(self._coalescer.release())
+
+    async def _put(self, chunks: Sequence[BaseChunk]) -> None:
         if chunks:
             if self._records is not None:
                 self._records.delivered(chunks)
