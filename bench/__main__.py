@@ -11,6 +11,7 @@ from pathlib import Path
 from bench import (
     ai7socket,
     approvals,
+    browser,
     chats,
     concurrency,
     converter,
@@ -36,6 +37,7 @@ BENCHMARKS = (
     "observed",
     "soak",
     "chats",
+    "browser",
 )
 
 
@@ -68,6 +70,7 @@ def run(size: Size, only: tuple[str, ...] = BENCHMARKS) -> list[Figure]:
     step("observed", lambda: observed.run(size))
     step("soak", lambda: soak.run(size))
     step("chats", lambda: chats.run(size))
+    step("browser", lambda: browser.run(size))
     return figures
 
 

@@ -33,6 +33,7 @@ GROUPS: dict[tuple[str, ...], tuple[str, ...]] = {
     ("observed",): ("9 traces, metrics, recording",),
     ("soak",): ("10 soak",),
     ("chats",): ("11 chats",),
+    ("browser",): ("12 browser",),
 }
 # These start fresh servers every run: size.load_runs runs, not size.runs.
 LOAD_BENCHMARKS = ("3 ", "6 load shedding", "7 scale-out: 2 workers")
