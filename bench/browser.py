@@ -23,6 +23,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from playwright.sync_api import Browser, Page, sync_playwright
 
@@ -108,8 +109,8 @@ def render(browser: Browser, server: Server, size: Size, pace: float) -> Renderi
         context.close()
 
 
-def _task_seconds(metrics: dict[str, list[dict[str, float]]]) -> float:
-    return next(m["value"] for m in metrics["metrics"] if m["name"] == "TaskDuration")
+def _task_seconds(metrics: dict[str, Any]) -> float:
+    return float(next(m["value"] for m in metrics["metrics"] if m["name"] == "TaskDuration"))
 
 
 def _wait_ready(page: Page) -> None:
