@@ -3,7 +3,9 @@
 ``python -m bench.profile converter`` profiles benchmark 1's path in process (pyinstrument).
 ``python -m bench.profile stream|live`` puts our server under benchmark 3's kind of load and
 samples it from outside with py-spy (no change to the server), then prints the functions
-with the most samples, inclusive and self.
+with the most samples, inclusive and self; ``--server adk`` samples ADK's own server under
+the same load instead. Frames are grouped as issue 27 asks: ours, ADK (and google-genai),
+Starlette/uvicorn (the ASGI stack), asyncio, pydantic, and the rest.
 """
 
 from __future__ import annotations
@@ -18,7 +20,25 @@ from pathlib import Path
 
 from bench import concurrency, converter
 from bench.core import SIZES, raise_open_file_limit
-from bench.servers import serve
+from bench.servers import Kind, serve
+
+# Top-level packages (as py-spy names a frame's file) -> the group issue 27 reports.
+GROUPS = {
+    "adk_stream_protocol": "ours",
+    "google/adk": "ADK",
+    "google/genai": "ADK",
+    "starlette": "Starlette/uvicorn",
+    "uvicorn": "Starlette/uvicorn",
+    "fastapi": "Starlette/uvicorn",
+    "sse_starlette": "Starlette/uvicorn",
+    "h11": "Starlette/uvicorn",
+    "httptools": "Starlette/uvicorn",
+    "websockets": "Starlette/uvicorn",
+    "asyncio": "asyncio",
+    "pydantic": "pydantic",
+    "pydantic_core": "pydantic",
+    "opentelemetry": "OpenTelemetry",
+}
 
 
 def profile_converter() -> None:
@@ -32,10 +52,10 @@ def profile_converter() -> None:
     print(profiler.output_text(unicode=True, color=False))
 
 
-def profile_server(transport: str, seconds: int) -> None:
+def profile_server(transport: str, seconds: int, kind: Kind = "ours") -> None:
     raise_open_file_limit()
     size = SIZES["moderate"]
-    with serve("ours") as server, tempfile.TemporaryDirectory() as tmp:
+    with serve(kind) as server, tempfile.TemporaryDirectory() as tmp:
         raw = Path(tmp) / "stacks.txt"
         spy = subprocess.Popen(
             [
@@ -70,6 +90,8 @@ def summarise(raw: Path, top: int = 30) -> None:
     own: collections.Counter[str] = collections.Counter()
     packages: collections.Counter[str] = collections.Counter()
     own_packages: collections.Counter[str] = collections.Counter()
+    own_groups: collections.Counter[str] = collections.Counter()
+    own_frames: collections.Counter[tuple[str, str]] = collections.Counter()
     total = 0
     for line in raw.read_text().splitlines():
         stack, _, count = line.rpartition(" ")
@@ -84,7 +106,15 @@ def summarise(raw: Path, top: int = 30) -> None:
             packages[package] += n
         own[frames[-1][0]] += n
         own_packages[frames[-1][1]] += n
+        own_groups[group(frames[-1][1])] += n
+        own_frames[frames[-1][0], group(frames[-1][1])] += n
     print(f"{total} samples (the server was busy for these)")
+    print("\nself time by group:")
+    for name, n in own_groups.most_common():
+        print(f"{n / total:6.1%}  {name}")
+    print("\ntop 20 frames by self time:")
+    for (name, where), n in own_frames.most_common(20):
+        print(f"{n / total:6.1%}  {where:18}  {name}")
     for title, counter in (
         ("packages, inclusive", packages),
         ("packages, self", own_packages),
@@ -94,6 +124,14 @@ def summarise(raw: Path, top: int = 30) -> None:
         print(f"\n{title}:")
         for name, n in counter.most_common(top):
             print(f"{n / total:6.1%}  {name}")
+
+
+def group(package: str) -> str:
+    """The issue's group of a frame's package: a stdlib module's frames are asyncio's when
+    they are in asyncio, else "other"."""
+    if package in GROUPS:
+        return GROUPS[package]
+    return "other" if package != "(stdlib or main)" else "stdlib"
 
 
 def _frame(frame: str) -> tuple[str, str]:
@@ -110,11 +148,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("what", choices=["converter", "stream", "live"])
     parser.add_argument("--seconds", type=int, default=20)
+    parser.add_argument("--server", choices=["ours", "adk"], default="ours")
     args = parser.parse_args()
     if args.what == "converter":
         profile_converter()
     else:
-        profile_server(args.what, args.seconds)
+        profile_server(args.what, args.seconds, args.server)
 
 
 if __name__ == "__main__":
