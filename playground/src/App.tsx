@@ -7,6 +7,7 @@ import { ChatList } from './ChatList';
 import { ChatView } from './ChatView';
 import { AI_VERSION, openedInUrl, pageUrl, TRANSPORTS, type TransportKind } from './config';
 import { OpenChats } from './open-chats';
+import { StatePanel } from './StatePanel';
 import { useStore } from './store';
 
 const bgm = new BgmPlayer();
@@ -123,7 +124,6 @@ export function App() {
         </div>
         <BgmStatus />
       </header>
-      {/* Room for a third column: a side panel beside the conversation (.layout's grid). */}
       <div className="layout">
         <ChatList
           chats={chats}
@@ -152,6 +152,10 @@ export function App() {
             </p>
           )}
         </section>
+        {/* The third column of .layout's grid: the open chat's shared state. */}
+        <aside className="side-panel state-panel" aria-label="Shared state" data-testid="state-panel">
+          {session && <StatePanel key={`${session.kind}:${session.chat.id}`} session={session} />}
+        </aside>
       </div>
     </div>
   );

@@ -43,7 +43,12 @@ export function ChatView({ session }: { session: PlaygroundChat }) {
     event.preventDefault();
     if (busy || (!text.trim() && !files?.length)) return;
     session.pcm.unlock(); // a click: the page may play the answer's audio later
-    void sendMessage(files?.length ? { text, files } : { text });
+    // Changes made in the shared-state panel go with this message (ADR 0044's `state`).
+    const state = session.pendingState.get();
+    const changed = Object.keys(state).length > 0;
+    const message = files?.length ? { text, files } : { text };
+    void sendMessage(message, changed ? { body: { state } } : undefined);
+    if (changed) session.pendingState.set({});
     setText('');
     setFiles(undefined);
     if (fileInput.current) fileInput.current.value = '';

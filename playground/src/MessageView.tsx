@@ -205,7 +205,9 @@ function PartView({ part, asked, onRespond }: { part: Part; asked: Asked[]; onRe
         </div>
       );
     default:
-      return null; // step-start, data-transcript (shown apart), data-pcm (never stored)
+      // step-start, data-transcript (shown apart), data-pcm (never stored), data-state (its
+      // panel), data-agent
+      return null;
   }
 }
 
@@ -237,7 +239,8 @@ export function MessageView({
   const transcripts = message.parts.filter(p => p.type === 'data-transcript');
   // step-start parts stay in: they keep the text of two steps apart.
   const parts = message.parts.filter(p => p.type !== 'data-transcript');
-  const visible = parts.some(p => p.type !== 'step-start');
+  // The shared state is shown in its panel, not in the message.
+  const visible = parts.some(p => !['step-start', 'data-state', 'data-agent'].includes(p.type));
   const usage = message.metadata?.usage;
   const asked = message.parts.flatMap(p => (p.type === 'data-approval' ? [p.data] : []));
   return (

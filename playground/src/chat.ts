@@ -12,7 +12,8 @@ import { WebSocketChatTransport } from 'adk-stream-protocol-client';
 import { StockWebSocketChatTransport } from './ai7-only';
 import { BgmPlayer, PcmPlayer } from './audio';
 import { liveUrl, streamUrl, usesOurTransport, type TransportKind } from './config';
-import type { PlaygroundMessage } from './types';
+import { Store } from './store';
+import type { PlaygroundMessage, SharedState } from './types';
 
 /** Tools the server hands to the browser (ADK long-running tools of the demo agent). */
 export const BROWSER_TOOLS: Record<string, { needsApproval: boolean }> = {
@@ -61,6 +62,9 @@ export interface PlaygroundChat {
   resume: boolean;
   /** False while the chat runs on behind another one: its voice audio is not played. */
   shown: boolean;
+  /** Shared-state changes the user made in the panel, sent with the next message (the
+   * request's `state` field, ADR 0044); `null` removes a key. */
+  pendingState: Store<SharedState>;
   /** Set by the view: a tool's transient notice arrived (`onData`). */
   onNotice?: (text: string) => void;
   /** Runs the browser tools a restored chat's last answer waits for (`input-available`). */
@@ -202,6 +206,7 @@ export function createPlaygroundChat(
     nextRequestSent: () =>
       new Promise<void>((resolve, reject) => waiters.push({ resolve, reject })),
     pcm,
+    pendingState: new Store<SharedState>({}),
     resume: !voice || restored?.active === true,
     shown: true,
     runWaitingBrowserCalls() {

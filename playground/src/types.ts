@@ -22,7 +22,15 @@ export type DataParts = {
   approval: { approvalId: string; toolCallId: string; hint?: string; payload?: unknown };
   /** Added by the page to the answered message: the payload the user edited (ADR 0041). */
   'approval-response': { payload: Record<string, unknown> };
+  /** The chat's shared state (ADR 0044): every key under the prefix, one part (id `state`)
+   * per message, updated in place. */
+  state: SharedState;
+  /** Who answered (ADR 0044): the agent of the parts after it, with sub-agents only. */
+  agent: { name: string };
 };
+
+/** Shared session state as the server sends it: keys as stored (prefix included) → JSON. */
+export type SharedState = Record<string, unknown>;
 
 /** The page's answer to an approval; `payload` only for a confirmation that asked with one. */
 export type ApprovalAnswer = { id: string; approved: boolean; payload?: Record<string, unknown> };
