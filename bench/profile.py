@@ -25,6 +25,10 @@ from bench.servers import Kind, serve
 # Top-level packages (as py-spy names a frame's file) -> the group issue 27 reports.
 GROUPS = {
     "adk_stream_protocol": "ours",
+    "adk": "ADK",  # py-spy names google/adk's files adk/...
+    "genai": "ADK",
+    "click": "Starlette/uvicorn",
+    "anyio": "Starlette/uvicorn",
     "google/adk": "ADK",
     "google/genai": "ADK",
     "starlette": "Starlette/uvicorn",
@@ -52,10 +56,13 @@ def profile_converter() -> None:
     print(profiler.output_text(unicode=True, color=False))
 
 
-def profile_server(transport: str, seconds: int, kind: Kind = "ours") -> None:
+def profile_server(
+    transport: str, seconds: int, kind: Kind = "ours", keep: Path | None = None
+) -> None:
     raise_open_file_limit()
     size = SIZES["moderate"]
-    with serve(kind) as server, tempfile.TemporaryDirectory() as tmp:
+    # Benchmark 3's servers: ours without the cap on concurrent responses (all 500 served).
+    with serve(kind, concurrency.NO_CAP) as server, tempfile.TemporaryDirectory() as tmp:
         raw = Path(tmp) / "stacks.txt"
         spy = subprocess.Popen(
             [
@@ -80,6 +87,8 @@ def profile_server(transport: str, seconds: int, kind: Kind = "ours") -> None:
         else:
             asyncio.run(concurrency.sockets(size, server, seed=0))
         spy.wait()
+        if keep is not None:  # the stacks themselves, to look into a frame's callers
+            keep.write_text(raw.read_text())
         summarise(raw)
 
 
@@ -149,11 +158,12 @@ def main() -> None:
     parser.add_argument("what", choices=["converter", "stream", "live"])
     parser.add_argument("--seconds", type=int, default=20)
     parser.add_argument("--server", choices=["ours", "adk"], default="ours")
+    parser.add_argument("--keep", type=Path, help="write the collapsed stacks here too")
     args = parser.parse_args()
     if args.what == "converter":
         profile_converter()
     else:
-        profile_server(args.what, args.seconds, args.server)
+        profile_server(args.what, args.seconds, args.server, args.keep)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from adk_stream_protocol.foundation.security import (
 )
 from adk_stream_protocol.foundation.settings import Settings
 from adk_stream_protocol.observability.adk_logs import AdkLogs, installed
+from adk_stream_protocol.server.adk_imports import skip_absent_a2a
 from adk_stream_protocol.server.agents import serve_agents
 from adk_stream_protocol.server.artifacts import router as artifacts_router
 from adk_stream_protocol.server.backends import check_extras, open_coordination
@@ -53,6 +54,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # Here, not at import: uvicorn sets its loggers up before the lifespan runs.
         redact_query_strings_in_server_logs()
+        skip_absent_a2a()  # ADK would try the import on every run (docs/adr/0049)
         served = serve_agents(settings, agent)
         # The store the app uses from here on: its own by default (docs/adr/0024).
         store = store_url(settings.session_store, served.name)

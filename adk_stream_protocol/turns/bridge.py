@@ -16,11 +16,12 @@ from contextlib import contextmanager
 from typing import Any
 
 from google.adk.agents import BaseAgent
-from google.adk.agents.run_config import RunConfig
+from google.adk.agents.run_config import RunConfig, StreamingMode
 from google.adk.apps import App
 from google.adk.plugins import plugin_manager
 from google.adk.runners import Runner
 from google.adk.sessions import Session
+from google.adk.telemetry import TelemetryConfig
 from google.genai import types
 from starlette.datastructures import State
 
@@ -89,6 +90,9 @@ class Bridge:
         self.outages = outages or Outages()
         self.coordination = coordination
         self.telemetry = Telemetry(Metrics() if settings.metrics else None)
+        # Every run's telemetry switches, read from the environment once: a run given none
+        # builds them anew several times per streamed partial (docs/adr/0049).
+        self.telemetry_config = TelemetryConfig()
         # A tool's result the store could not take is written when it is back (ADR 0035).
         self.outbox = ResultOutbox(
             create_session_service(settings.session_store),
@@ -223,15 +227,25 @@ class Bridge:
         """Calls their socket left unanswered, ended so in the chat's record (ADR 0042)."""
         await record_unanswered(self.chats, self.sessions.app_name, chat, calls)
 
+    def run_config(self, custom_metadata: dict[str, Any]) -> RunConfig:
+        """A ``run_async`` turn's configuration; ``custom_metadata``: its events' stamps."""
+        return RunConfig(
+            streaming_mode=StreamingMode.SSE,
+            custom_metadata=custom_metadata,
+            telemetry=self.telemetry_config,
+        )
+
     def live_run_config(self) -> RunConfig:
         if self.settings.live_modality == "AUDIO":
             return RunConfig(
+                telemetry=self.telemetry_config,
                 response_modalities=["AUDIO"],
                 output_audio_transcription=types.AudioTranscriptionConfig(),
                 input_audio_transcription=types.AudioTranscriptionConfig(),
                 realtime_input_config=_CLIENT_SIDE_VAD,
             )
         return RunConfig(
+            telemetry=self.telemetry_config,
             response_modalities=["TEXT"],
             output_audio_transcription=None,
             input_audio_transcription=types.AudioTranscriptionConfig(),

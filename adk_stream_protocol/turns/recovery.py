@@ -24,7 +24,6 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
-from google.adk.agents.run_config import RunConfig, StreamingMode
 from google.adk.events import Event
 from google.genai import types
 
@@ -137,7 +136,7 @@ async def finish_cut_run(
             user_id=user_id,
             session_id=chat_id,
             invocation_id=recovery.invocation_id,
-            run_config=RunConfig(streaming_mode=StreamingMode.SSE, custom_metadata=dict(stamps)),
+            run_config=bridge.run_config(dict(stamps)),
             abort_signal=abort_signal,
         )
     ) as events:

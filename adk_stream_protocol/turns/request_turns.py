@@ -23,7 +23,6 @@ import uuid
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 
-from google.adk.agents.run_config import RunConfig, StreamingMode
 from google.adk.events import Event
 
 from adk_stream_protocol.coordination.base import ChatKey, ChatLease, StopSubscription
@@ -359,7 +358,7 @@ class RequestTurn:
             session_id=self._chat[1],
             new_message=plan.new_message,
             state_delta=plan.state_delta,
-            run_config=RunConfig(streaming_mode=StreamingMode.SSE, custom_metadata=self._stamps()),
+            run_config=self._bridge.run_config(self._stamps()),
             abort_signal=self._stop.stopped,
         )
 
