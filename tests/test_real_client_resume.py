@@ -94,7 +94,7 @@ def test_a_reloaded_page_resumes_a_continuation_to_the_message_it_would_have_had
         start = reading.first_event()  # then the page reloads
     assert start == {"type": "start", "messageId": continued["id"]}
 
-    steps = [{"action": "reload", "resume": True}, {"action": "resume"}]
+    steps: list[dict[str, Any]] = [{"action": "reload", "resume": True}, {"action": "resume"}]
     job = client_job(server, client, steps, live=socket, chatId=chat_id)
     report = checked(job, run_real_client(job))
     assert report["status"] == "ready", report["error"]
