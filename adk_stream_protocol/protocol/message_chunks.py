@@ -10,8 +10,10 @@ client that asked gets the response as it is.
 The chunks rebuild the parts in order, in their steps. A tool part is opened with
 ``tool-input-start`` and its input as one ``tool-input-delta``, never ``tool-input-available``
 (unless it still waits for its input to be run): that chunk makes the client run a browser
-tool (``onToolCall``), which has already run. ai 6 has no chunk for an approval's answer
-(``tool-approval-response`` is ai 7's): there the rebuilt part keeps the approval's id only.
+tool (``onToolCall``), which has already run. So ai 7 and the newest 6.x keep the input's text
+(``rawInput``) on a tool part that ends with no output (an error, a denial, a wait for an
+approval). ai 6 has no chunk for an approval's answer (``tool-approval-response`` is ai 7's):
+there the rebuilt part keeps the approval's id only.
 """
 
 from __future__ import annotations
