@@ -97,7 +97,7 @@ def _rebuildable(message: dict[str, Any], client: str) -> dict[str, Any]:
     tool's input streamed as text is kept (``rawInput``) until a result replaces it, so a
     part that ends with none keeps it (``tool-input-available`` would not, but makes the
     page run a browser tool again)."""
-    copy = json.loads(json.dumps(message))
+    copy: dict[str, Any] = json.loads(json.dumps(message))
     for part in copy["parts"]:
         if isinstance(part.get("approval"), dict) and client != "7":
             part["approval"] = {"id": part["approval"]["id"]}
