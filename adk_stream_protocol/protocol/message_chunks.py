@@ -28,6 +28,7 @@ from adk_stream_protocol.protocol.chunks import (
     Citation,
     DataChunk,
     FileChunk,
+    FinishStepChunk,
     MessageMetadataChunk,
     ReasoningDeltaChunk,
     ReasoningEndChunk,
@@ -61,8 +62,16 @@ def message_chunks(message: Part, ai_sdk: AiSdkVersion = 6) -> list[BaseChunk]:
     chunks: list[BaseChunk] = []
     if message.get("metadata") is not None:
         chunks.append(MessageMetadataChunk(message_metadata=message["metadata"]))
+    in_step = False
     for index, part in enumerate(message.get("parts") or []):
+        if part.get("type") == "step-start":
+            # Each step closed as the response closed it: the continuation opens its own.
+            if in_step:
+                chunks.append(FinishStepChunk())
+            in_step = True
         chunks.extend(_part_chunks(part, _BLOCK_ID.format(index), ai_sdk))
+    if in_step:
+        chunks.append(FinishStepChunk())
     return chunks
 
 
