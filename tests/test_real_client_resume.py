@@ -83,6 +83,37 @@ def _recording(record_dir: Path, chat_id: str, message_id: str) -> dict[str, Any
 def test_a_reloaded_page_resumes_a_continuation_to_the_message_it_would_have_had(
     server: LiveServer, record_dir: Path, client: str, socket: bool, text: str
 ) -> None:
+    _resumed_as_without_a_reload(server, record_dir, client, socket, text)
+
+
+@pytest.mark.parametrize(("client", "socket"), [("6", False), (V7, True)])
+def test_on_postgresql_and_redis_too(
+    servers: ServerPool,
+    tmp_path_factory: pytest.TempPathFactory,
+    postgres_url: str,
+    redis_url: str,
+    redis_run_prefix: str,
+    client: str,
+    socket: bool,
+) -> None:
+    """The chunk log on Redis Streams, the chat's record on PostgreSQL."""
+    record_dir = tmp_path_factory.mktemp("continuation-recordings-shared")
+    server = servers.get(
+        {
+            "ADK_STREAM_AGENT": AGENT,
+            "ADK_STREAM_RESUMABLE_STREAMS": "true",
+            "ADK_STREAM_RECORD_DIR": str(record_dir),
+            "ADK_STREAM_SESSION_STORE": postgres_url,
+            "ADK_STREAM_REDIS_URL": redis_url,
+            "ADK_STREAM_REDIS_KEY_PREFIX": f"{redis_run_prefix}.resume-continuation",
+        }
+    )
+    _resumed_as_without_a_reload(server, record_dir, client, socket, "pay 50")
+
+
+def _resumed_as_without_a_reload(
+    server: LiveServer, record_dir: Path, client: str, socket: bool, text: str
+) -> None:
     waiting = _waiting_chat(server, client, text)
     chat_id = waiting["chatId"]
     messages = _answered(waiting["messages"])
