@@ -75,7 +75,9 @@
 //     {action:"reload"}              the page reloads: the chat and its transport (socket)
 //      are dropped, GET {origin}/chats/{chatId} reads the chat back, and a new chat (same
 //      id, transport kind and client) is built on its messages, as useChat({id, messages});
-//      the later steps act on it and the report's messages are its
+//      the later steps act on it and the report's messages are its; with resume:true, as
+//      the README's recipe for useChat({resume}): an active answer that continues the last
+//      message gets a chat without that message (follow it with {action:"resume"})
 //     {action:"interrupt", afterChunks?}   "http" or "ws": the same as stop
 //      (default 1 chunk); over "ws" the transport must drop the rest of that
 //      response up to its [DONE]
@@ -1094,7 +1096,7 @@ async function runStep(ctx, step) {
     case 'audio':
       return sendAudio(ctx, step);
     case 'reload':
-      return reloadPage(ctx);
+      return reloadPage(ctx, step);
     default:
       throw new Error(`unknown action ${step.action}`);
   }
@@ -1562,7 +1564,7 @@ function createChat(ctx, messages) {
 // A page reload: the chat and its transport (its socket) are gone; the new page reads the
 // chat back (GET {origin}/chats/{chatId}) and builds a new chat with the same id, transport
 // kind and client on those messages, which the later steps use. `reloads` in the report.
-async function reloadPage(ctx) {
+async function reloadPage(ctx, step) {
   if (ctx.transportKind !== 'http') await closeWsTransport(ctx);
   // The new page loads before it reads the chat: meanwhile the server lets the old socket go
   // (on our envelope that ends the calls it left waiting, and the chat's record says so).
@@ -1574,7 +1576,10 @@ async function reloadPage(ctx) {
   ctx.reloads.push({ afterRequest: ctx.recorder.records.length - 1, status: response.status });
   if (!response.ok) throw new Error(`reload: GET ${url} answered ${response.status}`);
   ctx.transport = createTransport(ctx);
-  ctx.chat = createChat(ctx, body.messages);
+  // The README's recipe: a page that resumes an active answer starts without the message
+  // that answer continues, since the replay rebuilds it (docs/adr/0045).
+  const continued = step.resume && body.active && body.messages.at(-1)?.role === 'assistant';
+  ctx.chat = createChat(ctx, continued ? body.messages.slice(0, -1) : body.messages);
 }
 
 async function readStdin() {

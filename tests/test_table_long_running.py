@@ -84,18 +84,24 @@ def test_a_backends_final_result_continues_the_call_and_the_page_resumes_it(
     release.clear()  # the continuation waits for the page's resume
     assert _deliver(desk, output["toolCallId"], {"status": "fixed"}) == 202
     resumed = desk.resume(started=release.set)
-    # The page's message that holds the call goes on: the result on its part, then the answer.
+    # The page's message that holds the call goes on: rebuilt first for a page that resumes
+    # from an empty message (docs/adr/0045), then the result on its part, then the answer.
     assert resumed[0] == {"type": "start", "messageId": filed.message["id"]}
     results = [c for c in resumed if c["type"].startswith("tool-output")]
     assert results == [
         {
             "type": "tool-output-available",
             "toolCallId": output["toolCallId"],
+            "output": output["output"],
+        },
+        {
+            "type": "tool-output-available",
+            "toolCallId": output["toolCallId"],
             "output": {"status": "fixed"},
-        }
+        },
     ]
     assert "".join(c["delta"] for c in resumed if c["type"] == "text-delta") == (
-        "The ticket is fixed."
+        "A person will look at it.The ticket is fixed."
     )
     assert desk.send("how is my ticket").text == "Your ticket is fixed."
     assert ledger.lines == ["escalated screen"], "the function ran once"

@@ -17,7 +17,8 @@ from typing import Protocol
 
 from adk_stream_protocol.coordination.base import ChatKey, WaitingCall
 from adk_stream_protocol.observability.recording import Recorder
-from adk_stream_protocol.protocol.chunks import AiSdkVersion, BaseChunk, Transport
+from adk_stream_protocol.protocol.chunks import AiSdkVersion, BaseChunk, StartChunk, Transport
+from adk_stream_protocol.protocol.message_chunks import message_chunks
 from adk_stream_protocol.protocol.message_fold import Message, MessageFold
 from adk_stream_protocol.protocol.tool_calls import APPROVAL_CANCELLED_RESULT, DISCONNECTED_RESULT
 from adk_stream_protocol.protocol.ui_messages import ChatRequest
@@ -44,12 +45,30 @@ class MessageRecord:
         app: str,
         chat: ChatKey,
         fold: MessageFold,
+        *,
+        rebuilds: bool = False,
     ) -> None:
         self._chats = chats
         self._app = app
         self._chat = chat
         self._fold = fold
+        self._rebuilds = rebuilds
         self._failed = False
+
+    def rebuilt(self, start: Sequence[BaseChunk]) -> list[BaseChunk]:
+        """Before ``start`` is delivered: when the response continues the message the client
+        held (``start`` names it), the chunks that rebuild that message, for the chunk log
+        only (docs/adr/0045)."""
+        message = self._fold.message
+        ids = [c.message_id for c in start if isinstance(c, StartChunk)]
+        if not self._rebuilds or not message.get("parts") or ids != [message.get("id")]:
+            return []
+        try:
+            return message_chunks(message, self._fold.ai_sdk)
+        except Exception:
+            # A message the page sent that no chunk rebuilds: resumed as before, from empty.
+            logger.exception("continued message not rebuilt chat=%s", self._chat[1])
+            return []
 
     def delivered(self, chunks: Sequence[BaseChunk]) -> None:
         if self._failed:
@@ -88,6 +107,10 @@ class ResponseRecords:
     def __init__(self, recording: DeliveryRecord | None, messages: MessageRecord | None) -> None:
         self._recording = recording
         self._messages = messages
+
+    def rebuilt(self, start: Sequence[BaseChunk]) -> list[BaseChunk]:
+        """What a resumer reads after ``start``: the continued message rebuilt (ADR 0045)."""
+        return self._messages.rebuilt(start) if self._messages is not None else []
 
     def delivered(self, chunks: Sequence[BaseChunk]) -> None:
         if self._recording is not None:
@@ -138,7 +161,9 @@ async def open_records(
         trigger=request.trigger if request is not None else "submit-message",
         message_id=request.message_id if request is not None else None,
     )
-    return ResponseRecords(recording, MessageRecord(chats, app, chat, fold))
+    # /live?chatId= resumes onto the message its page holds: its log stays as it was.
+    rebuilds = transport != "live"
+    return ResponseRecords(recording, MessageRecord(chats, app, chat, fold, rebuilds=rebuilds))
 
 
 async def record_unanswered(

@@ -108,7 +108,13 @@ class Response:
 
     async def start(self) -> None:
         # Sent at once even when deferring: the client sees the response begin.
-        await self._deliver(self.converter.start())
+        start = self.converter.start()
+        rebuilt = self._records.rebuilt(start) if self._records is not None else []
+        await self._deliver(start)
+        if rebuilt:
+            # For a resumer only, who starts from an empty message (docs/adr/0045): the
+            # client that asked holds the message already.
+            await self._log.append([encode_event(chunk) for chunk in rebuilt])
         await self._share_state()  # what the request itself changed
 
     async def emit(self, chunks: Sequence[BaseChunk], *, keep: bool = False) -> None:

@@ -151,10 +151,16 @@ export function createPlaygroundChat(
   const pcm = new PcmPlayer();
   const ran = new Set<string>(); // browser tool calls already run
 
+  // On `/stream` and ai 7's socket, an answer still being written that continues the last
+  // message (after an approval or a browser tool's output) is resumed from its start, and its
+  // replay rebuilds that message first (docs/adr/0045): the chat opens without it, as a
+  // client that kept it would add the rebuilt parts to its own.
+  const continues =
+    !voice && restored?.active === true && restored.messages.at(-1)?.role === 'assistant';
   const chat: Chat<PlaygroundMessage> = new Chat<PlaygroundMessage>({
     id,
     // A restored chat goes on from the messages the server kept, as if never reloaded.
-    messages: restored?.messages,
+    messages: continues ? restored.messages.slice(0, -1) : restored?.messages,
     transport,
     // Approvals and browser tool outputs go back by themselves.
     sendAutomaticallyWhen: options =>

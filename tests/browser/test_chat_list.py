@@ -277,6 +277,43 @@ def test_a_reload_while_an_answer_streams_resumes_it(
     ]
 
 
+CONTINUATION_AGENT = "tests.continuation_agent:root_agent"
+
+
+@pytest.mark.parametrize("mode", [*AI7, AI6[0]], ids=str)
+def test_a_reload_while_the_answer_to_an_approval_streams_resumes_it(
+    open_playground: OpenPlayground, servers: ServerPool, mode: Mode
+) -> None:
+    """The answer after an approval continues the approval's message; the page reloads while
+    it is written (its agent's next tool takes two seconds). The page opens the chat without
+    that message and resumes the answer, whose replay rebuilds it (docs/adr/0045): the page
+    ends with the message once, as the server's record has it."""
+    env = {"ADK_STREAM_RESUMABLE_STREAMS": "true", "ADK_STREAM_AGENT": CONTINUATION_AGENT}
+    if mode.page == "ai6":
+        env["ADK_STREAM_PLAYGROUND_DIR"] = str(PLAYGROUND_DIST_V6)
+    server = servers.get(env)
+    playground = open_playground(mode, base_url=server.base_url)
+    playground.send("pay 50")
+    payment = playground.tool("pay")
+    playground.expect_tool_state(payment, "approval-requested")
+    playground.expect_ready()
+    chat_id = playground.chat_id
+    payment.get_by_test_id("approve-button").click()
+    expect(playground.status).not_to_have_text("ready")  # the answer is being written
+
+    playground.reload()
+    expect(playground.assistant()).to_contain_text("All done.")
+    playground.expect_ready()
+    expect(playground.messages("assistant")).to_have_count(1)
+    playground.expect_tool_state(playground.tool("pay"), "output-available")
+    playground.expect_tool_state(playground.tool("slow_tool"), "output-available")
+    assert playground.answer_text() == "I will pay.Paid, now checking.All done."
+
+    (_, assistant) = stored(server, chat_id)["messages"]
+    assert texts(assistant) == playground.answer_text()
+    assert [p["type"] for p in assistant["parts"]].count("step-start") == 3
+
+
 @pytest.mark.parametrize("mode", [*AI7, *AI6], ids=str)
 def test_delete_a_chat(playground: Playground, page_server: LiveServer) -> None:
     answered(playground, "A chat to delete later")

@@ -145,13 +145,16 @@ def test_the_final_result_continues_the_call_and_the_page_sees_it_on_resume(
             release.set()  # the model answers once the page follows
             text = "\n".join([first, *lines])
         _, chunks = read_response(200, text)  # each chunk of the AI SDK's schema, then [DONE]
-        # The page's message that holds the call goes on: the result on its part, then the
-        # model's answer.
+        # The page's message that holds the call goes on: rebuilt first (the pending result)
+        # for a page that resumes from an empty message (docs/adr/0045), then the result on
+        # its part, then the model's answer.
         assert chunks[0] == {"type": "start", "messageId": message_id}
         results = [c for c in chunks if c["type"].startswith("tool-output")]
-        assert results == [{**shown, "toolCallId": call_id}]
+        pending = {"type": "tool-output-available", "toolCallId": call_id}
+        assert results[0] == {**pending, "output": {"status": "pending", "ticket": "T-1"}}
+        assert results[1:] == [{**shown, "toolCallId": call_id}]
         said = "".join(c["delta"] for c in chunks if c["type"] == "text-delta")
-        assert said == answer
+        assert said.endswith(answer)
         assert chunks[-1]["type"] == "finish"
         # Once: the same result again is refused, and the chat goes on.
         again = _deliver(chat, "c1", call_id, body)
