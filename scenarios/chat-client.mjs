@@ -63,7 +63,9 @@
 //     {action:"regenerate", messageId? | messageIndex?}
 //     {action:"approve", approved? (bool, or one per matching part), reason?,
 //      toolName?, toolCallId?, output? | errorText? (run the tool as approved),
-//      payload? (an edited confirmation payload: a data-approval-response part)}
+//      payload? (an edited confirmation payload: a data-approval-response part),
+//      outputFrame? ("ws": the output also goes as a `tool_result` frame, right after the
+//      approval)}
 //     {action:"toolOutput", toolName?, toolCallId?, output? | errorText?}
 //     {action:"stop", afterChunks}   arms a stop for the NEXT response: it is
 //      cut after `afterChunks` chunks, the frames after the cut are held back
@@ -614,6 +616,7 @@ function recordingSocketClass(WebSocket, hooks) {
       super(url, protocols, options);
       this.#connection = { url: String(url), opened: false, close: null };
       recorder.connections.push(this.#connection);
+      recorder.sockets = [...(recorder.sockets ?? []), this];
       this.on('open', () => {
         this.#connection.opened = true;
         touch();
@@ -1051,6 +1054,7 @@ async function runStep(ctx, step) {
             message.id === last.id ? { ...message, parts: [...message.parts, answer] } : message,
           );
         }
+        const sentBefore = ctx.recorder.records?.length ?? 0;
         await chat.addToolApprovalResponse({
           id: part.approval.id,
           approved: decisions[index],
@@ -1058,6 +1062,18 @@ async function runStep(ctx, step) {
         });
         // An app that runs the tool as the user approves sends approval and output together.
         if (step.output !== undefined || step.errorText !== undefined) {
+          if (step.outputFrame && decisions[index]) {
+            // The predecessor's page (our envelope): the output as a `tool_result` frame on
+            // the chat's socket, right after the approval, before the page adds it.
+            // After the approval's `message` frame has gone out on the socket.
+            while (ctx.recorder.records.length <= sentBefore) await sleep(1);
+            if (step.outputFrameDelayMs) await sleep(step.outputFrameDelayMs);
+            const socket = ctx.recorder.sockets?.at(-1);
+            if (socket == null) throw new Error('approve: outputFrame needs "transport": "ws"');
+            socket.send(JSON.stringify({
+              type: 'tool_result', toolCallId: part.toolCallId, result: step.output ?? {},
+            }));
+          }
           await chat.addToolOutput(toolOutputArgs(ai.getToolName(part), part.toolCallId, step));
         }
       }

@@ -336,12 +336,14 @@ class LiveConnection:
             self._run.queue.send_activity_end()
 
     async def _on_tool_result(self, frame: ToolResultFrame) -> None:
-        """The predecessor's envelope for a browser tool's output."""
+        """The predecessor's envelope for a browser tool's output; a refusal is logged (INFO)
+        with its reason by ``_control_error``."""
         call_id, result = frame.tool_call_id, frame.result
         turn = self._turn
-        if turn is None or call_id not in turn.waiting_browser_calls():
+        why = "no turn is open" if turn is None else turn.refusal_of_result(call_id)
+        if turn is None or why is not None:
             await self._control_error(
-                f"tool_result for {call_id[:64]!r} answers no waiting browser call"
+                f"tool_result for {call_id[:64]!r} answers no waiting browser call ({why})"
             )
             return
         await turn.deliver(call_id, result if isinstance(result, dict) else {"result": result})

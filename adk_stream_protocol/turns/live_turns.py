@@ -103,6 +103,10 @@ class LiveTurn:
         self._backlog: list[Event] = []  # arrived while no response was open
         self._steered: set[str] = set()  # ids of the steering messages this turn took
         self._steering: list[types.Part] = []  # taken, for when the model's turn completes
+        # The model goes on with answers the socket gave (a decision, a browser result) and
+        # has not completed its turn yet: a continuation that brings nothing new is answered
+        # with the rest of it, whenever the client sends it (docs/adr/0011, amended).
+        self._working = False
         self.response: LiveResponse | None = None
         self._ending: LiveResponse | None = None  # the last response closed, maybe still ending
 
@@ -188,6 +192,8 @@ class LiveTurn:
     # -- the run's events ---------------------------------------------------------------------
 
     async def on_event(self, event: Event) -> None:
+        if event.turn_complete or event.interrupted:
+            self._working = False
         response = self.response
         if response is None:
             self._backlog.append(event)
@@ -229,6 +235,7 @@ class LiveTurn:
     # -- calls waiting for the client (called by the approval plugin's PendingCalls) -----------
 
     def on_waiting(self, call: WaitingCall) -> None:
+        self._working = False  # the run waits for the client again
         if call.approval_id is not None:
             self.approvals[call.approval_id] = call.call_id
         self._spawn(self._announce(call))
@@ -237,8 +244,12 @@ class LiveTurn:
         response = self.response
         if response is None:
             logger.info("call %s waits with no open response", call.call_id)
+            if call.approval_id is not None:
+                self._unannounced.append(call)  # asked in the next response of the turn
             return
         if call.approval_id is None:
+            if call.call_id in self._delivered:
+                return  # its result came meanwhile: the run has it, nothing waits
             if call.call_id in self._rearm:
                 # Approved without its result: the browser runs it now (docs/adr/0011).
                 self._rearm.discard(call.call_id)
@@ -271,7 +282,9 @@ class LiveTurn:
         view = _TurnPending(self, await self._pending.waiting(self._chat))
         answers = collect_answers(message, view)
         take_steering(answers, message, self._steered)
-        if not (answers.empty() and self._backlog):  # a backlog is worth a response
+        # Events that wait, or the model still at work on answers this socket gave (a
+        # tool_result frame, say), are worth a response: it carries the rest of the turn.
+        if not (answers.empty() and (self._backlog or self._working)):
             check_complete(answers, message.id, view)
         return answers
 
@@ -287,7 +300,12 @@ class LiveTurn:
         backlog, self._backlog = self._backlog, []
         for event in backlog:
             await self.on_event(event)
-        self._rearm.update(c for c in answers.rearmed if c not in answers.outputs)
+        if self.response is not None:
+            await self._announce_known_calls(self.response)  # asked while none was open
+        self._rearm.update(
+            c for c in answers.rearmed if c not in answers.outputs and c not in self._delivered
+        )
+        self._working = self._working or bool(answers.decisions)
         for decision in answers.decisions:
             await self._pending.decide(
                 self._chat, decision.approval_id, decision.approved, decision.payload
@@ -308,8 +326,20 @@ class LiveTurn:
     def answered_calls(self) -> set[str]:
         return self.calls.answered | self._delivered
 
+    def refusal_of_result(self, call_id: str) -> str | None:
+        """Why a ``tool_result`` frame for ``call_id`` cannot be applied, or None."""
+        if call_id in self._delivered:
+            return "its result was given already"
+        if call_id in self.calls.answered:
+            return "the call has its result"
+        if call_id not in self.calls.browser_calls:
+            return "no browser call of this turn has that id"
+        return None
+
     async def deliver(self, call_id: str, result: dict[str, Any]) -> None:
         self._delivered.add(call_id)
+        self._rearm.discard(call_id)  # the browser has run it: nothing to hand back
+        self._working = True
         await self._pending.deliver(self._chat, call_id, result)
 
 
