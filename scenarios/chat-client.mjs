@@ -53,6 +53,8 @@
 //                          browser tools answered from onToolCall; with
 //                          afterApproval only once the user approved the call
 //   sendAutomaticallyWhen  "seed": the seed documents' rules (see seedRules)
+//                          "add-output": README's add-output pattern (approvals or tool calls,
+//                          not while the page runs an approved browser tool)
 //   maxRequests            loop guard (default 8); timeoutMs (default 60000)
 //   steps                  run one by one, each until the chat is quiescent:
 //     {action:"send", text?, files?, messageId? | messageIndex?, stopOnServerAfterMs?}
@@ -65,7 +67,7 @@
 //      toolName?, toolCallId?, output? | errorText? (run the tool as approved),
 //      payload? (an edited confirmation payload: a data-approval-response part),
 //      outputFrame? ("ws": the output also goes as a `tool_result` frame, right after the
-//      approval)}
+//      approval), runMs? (the page runs the approved tool this long before adding its output)}
 //     {action:"toolOutput", toolName?, toolCallId?, output? | errorText?}
 //     {action:"stop", afterChunks}   arms a stop for the NEXT response: it is
 //      cut after `afterChunks` chunks, the frames after the cut are held back
@@ -132,7 +134,7 @@ const PAGE_LOAD_MS = 250;
 // Client name -> the npm alias it is installed as (package.json pins each).
 const CLIENT_PACKAGES = { '6.0.25': 'ai-6.0.25', 6: 'ai', 7: 'ai-7' };
 const isV7 = client => client === '7';
-const AUTO_SEND_MODES = new Set(['none', 'approvals', 'tool-calls', 'both', 'seed']);
+const AUTO_SEND_MODES = new Set(['none', 'approvals', 'tool-calls', 'both', 'seed', 'add-output']);
 const ACTIONS = new Set([
   'send', 'regenerate', 'approve', 'toolOutput', 'stop', 'interrupt', 'audio', 'wait',
   'resume', 'reload',
@@ -944,7 +946,7 @@ function validateJob(job) {
   if (problems.length > 0) throw new Error(`invalid job: ${problems.join('; ')}`);
 }
 
-function buildSendAutomaticallyWhen(ai, mode) {
+function buildSendAutomaticallyWhen(ai, mode, running = new Set()) {
   const approvals = ai.lastAssistantMessageIsCompleteWithApprovalResponses;
   const toolCalls = ai.lastAssistantMessageIsCompleteWithToolCalls;
   switch (mode) {
@@ -957,6 +959,13 @@ function buildSendAutomaticallyWhen(ai, mode) {
       return options => approvals(options) || toolCalls(options);
     case 'seed':
       return options => seedRules(ai, options);
+    case 'add-output':
+      // README's add-output pattern: both helpers, but never while the page still runs an
+      // approved browser tool (its approval went already; its output comes with addToolOutput).
+      return options =>
+        !options.messages.at(-1)?.parts.some(
+          part => ai.isToolUIPart(part) && running.has(part.toolCallId),
+        ) && (approvals(options) || toolCalls(options));
     default:
       return undefined;
   }
@@ -1060,12 +1069,13 @@ async function runStep(ctx, step) {
           approved: decisions[index],
           ...(step.reason !== undefined ? { reason: step.reason } : {}),
         });
-        // An app that runs the tool as the user approves sends approval and output together.
-        if (step.output !== undefined || step.errorText !== undefined) {
+        // An app that runs the tool as the user approves sends approval and output together
+        // (a denied one does not run: in a list of decisions, only the approved ones).
+        const runs = !Array.isArray(step.approved) || decisions[index];
+        if (runs && (step.output !== undefined || step.errorText !== undefined)) {
           if (step.outputFrame && decisions[index]) {
             // The predecessor's page (our envelope): the output as a `tool_result` frame on
-            // the chat's socket, right after the approval, before the page adds it.
-            // After the approval's `message` frame has gone out on the socket.
+            // the chat's socket, right after the approval's `message` frame has gone out.
             while (ctx.recorder.records.length <= sentBefore) await sleep(1);
             if (step.outputFrameDelayMs) await sleep(step.outputFrameDelayMs);
             const socket = ctx.recorder.sockets?.at(-1);
@@ -1073,6 +1083,12 @@ async function runStep(ctx, step) {
             socket.send(JSON.stringify({
               type: 'tool_result', toolCallId: part.toolCallId, result: step.output ?? {},
             }));
+          }
+          if (step.runMs && decisions[index]) {
+            // The page runs the tool for a while: its approval has gone, its output follows.
+            ctx.running.add(part.toolCallId);
+            await sleep(step.runMs);
+            ctx.running.delete(part.toolCallId);
           }
           await chat.addToolOutput(toolOutputArgs(ai.getToolName(part), part.toolCallId, step));
         }
@@ -1461,6 +1477,7 @@ async function createContext(job) {
     finishes: [],
     dataParts: [],
     toolCalls: [],
+    running: new Set(), // browser tools the page runs now (approve steps with an output)
     stepResults: [],
     serverStops: [],
     reloads: [],
@@ -1540,6 +1557,7 @@ function createChat(ctx, messages) {
     sendAutomaticallyWhen: buildSendAutomaticallyWhen(
       ai,
       job.sendAutomaticallyWhen ?? 'none',
+      ctx.running,
     ),
     onToolCall: ({ toolCall }) => {
       ctx.toolCalls.push({

@@ -203,6 +203,8 @@ def check(report: dict[str, Any], expect: dict[str, Any]) -> None:
         assert re.search(expect["error"], report["error"] or ""), report["error"]
     if "requests" in expect:
         assert len(report["requests"]) == expect["requests"], len(report["requests"])
+    if "atMostRequests" in expect:
+        assert len(report["requests"]) <= expect["atMostRequests"], len(report["requests"])
     messages = report["messages"]
     if "roles" in expect:
         assert [m["role"] for m in messages] == expect["roles"]

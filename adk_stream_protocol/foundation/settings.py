@@ -69,6 +69,11 @@ class Settings(BaseSettings):
     # out as one chunk: fewer renders for the page (docs/adr/0048). A block's first delta, any
     # other chunk and the end are never held. 0 sends each delta as the model gives it.
     delta_coalescing_ms: int = Field(default=0, ge=0, le=1000)
+    # How a page runs a browser tool it approved (docs/adr/0011): `on-tool-call`, the answer
+    # to the approval hands the call back (`tool-input-available`) and the page runs it from
+    # `onToolCall`; `add-output`, the answer does not, and the page runs it as the user
+    # approves and adds its output, which the answer would otherwise reset.
+    browser_approval_flow: Literal["on-tool-call", "add-output"] = "on-tool-call"
     # /live: the live model's output, TEXT or AUDIO (with transcriptions of both sides).
     live_modality: Literal["TEXT", "AUDIO"] = "TEXT"
     # /live: how long a tool waits for the user's approval before it fails.

@@ -197,17 +197,16 @@ class StreamProtocolConverter:
             for approval_id, approved, reason in decisions
         ]
 
-    def rearm(self, call_id: str, tool_name: str, args: dict[str, Any]) -> list[BaseChunk]:
-        """Hand an approved browser call back to the client to run (docs/adr/0009).
-
-        No step is opened: the part is updated in its own step, where the stock helpers
-        look for it."""
+    def rearm(
+        self, call_id: str, tool_name: str, args: dict[str, Any], *, announce: bool = True
+    ) -> list[BaseChunk]:
+        """Hand an approved browser call back to the client to run (docs/adr/0009), in its
+        own step, where the stock helpers look; without ``announce`` (``add-output``, ADR 0011)
+        only pause for it: the page runs it already, and the chunk would reset its output."""
         self._awaiting_client.add(call_id)
-        return [
-            ToolInputAvailableChunk(
-                tool_call_id=call_id, tool_name=tool_name, input=json_safe(args)
-            )
-        ]
+        safe = json_safe(args)
+        chunk = ToolInputAvailableChunk(tool_call_id=call_id, tool_name=tool_name, input=safe)
+        return [chunk] if announce else []
 
     def finish(self, reason: FinishReason | None = None) -> list[BaseChunk]:
         """Close whatever is open and end the response with ``finish`` (``reason`` overrides

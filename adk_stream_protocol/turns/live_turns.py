@@ -254,7 +254,9 @@ class LiveTurn:
                 # Approved without its result: the browser runs it now (docs/adr/0011).
                 self._rearm.discard(call.call_id)
                 name = self.calls.calls.get(call.call_id, "")
-                await response.rearm(call.call_id, name, self.calls.call_args.get(call.call_id, {}))
+                args = self.calls.call_args.get(call.call_id, {})
+                announce = self._settings.browser_approval_flow == "on-tool-call"
+                await response.rearm(call.call_id, name, args, announce=announce)
             await self.end_if_paused()
         elif call.call_id in self.calls.calls:
             await self._request_approval(response, call)

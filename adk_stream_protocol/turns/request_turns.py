@@ -111,7 +111,7 @@ async def _begin(
         stop=stop,
         on_end=on_end,
         ai_sdk=ai_sdk,
-        decisions=_decisions(request) if plan.continuation else [],
+        decisions=_decisions(request, _run_by_page(bridge, plan)) if plan.continuation else [],
         transport=transport,
         records=records,
         shared_state=shared_state,
@@ -143,14 +143,24 @@ async def _refuse_while_results_wait(bridge: Bridge, chat: ChatKey) -> None:
         raise RequestError(503, RESULTS_WAITING_MESSAGE, retry_after=RETRY_AFTER_SECONDS)
 
 
-def _decisions(request: ChatRequest) -> list[tuple[str, bool, str | None]]:
-    """The approvals the continuation answers: parts the client marked responded."""
+def _run_by_page(bridge: Bridge, plan: TurnPlan) -> set[str]:
+    """Approved browser calls the page runs as the user approved them (``add-output``)."""
+    if bridge.settings.browser_approval_flow != "add-output":
+        return set()
+    return {call.call_id for call in plan.rearmed_calls}
+
+
+def _decisions(request: ChatRequest, unsent: set[str]) -> list[tuple[str, bool, str | None]]:
+    """The approvals the continuation answers: parts the client marked responded. Not those
+    of ``unsent``: ai 7 applies a ``tool-approval-response`` to the part, which would undo
+    the output the page adds meanwhile (docs/adr/0011)."""
     return [
         (part.approval.id, part.approval.approved, part.approval.reason)
         for part in request.last_message.tool_parts()
         if part.state == "approval-responded"
         and part.approval is not None
         and part.approval.approved is not None
+        and part.tool_call_id not in unsent
     ]
 
 
@@ -281,8 +291,11 @@ class RequestTurn:
                                 await response.convert(event)
                         self._events_done = True
                 elif plan.recovery is None:
+                    announce = self._bridge.settings.browser_approval_flow == "on-tool-call"
                     for call in plan.rearmed_calls:
-                        await response.rearm(call.call_id, call.tool_name, call.args)
+                        await response.rearm(
+                            call.call_id, call.tool_name, call.args, announce=announce
+                        )
                 self._events_done = True
             except Exception as exc:
                 where = f"the run of chat={self._chat[1]}"

@@ -171,8 +171,10 @@ class Response:
     ) -> None:
         await self.emit(self.converter.approval_request(approval_id, call_id, hint, payload))
 
-    async def rearm(self, call_id: str, tool_name: str, args: dict[str, Any]) -> None:
-        await self.emit(self.converter.rearm(call_id, tool_name, args))
+    async def rearm(
+        self, call_id: str, tool_name: str, args: dict[str, Any], *, announce: bool = True
+    ) -> None:
+        await self.emit(self.converter.rearm(call_id, tool_name, args, announce=announce))
 
     async def finish(self, reason: FinishReason | None = None) -> list[BaseChunk]:
         if self.ended:
