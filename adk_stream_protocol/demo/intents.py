@@ -20,6 +20,8 @@ _RE_PAY_STRONG = re.compile(r"\bpay(?:ment)?\b|送金|支払", re.I)
 _RE_PAY_WEAK = re.compile(r"\b(?:send|transfer)\b|払", re.I)
 _RE_WEATHER = re.compile(r"weather|天気|気温", re.I)
 _RE_LOCATION = re.compile(r"where am i|\blocation\b|現在地|居場所|位置情報|どこにいる", re.I)
+# "Where am I? Ask twice": two browser calls in one response, each approved on its own.
+_RE_TWICE = re.compile(r"\btwice\b|2回", re.I)
 # No \b around "bgm": in "BGMを2に" the Japanese letter is a word character too.
 _RE_MUSIC = re.compile(r"\bmusic|bgm|音楽", re.I)
 # Tools that reach the page (docs/adr/0025): a chart saved as an artifact, sources.
@@ -46,7 +48,8 @@ def parse_intent(text: str) -> Intent:
         call = PlannedCall("get_weather", {"location": parse_city(text)})
         return Intent("weather", text, ((call,),), think)
     if _RE_LOCATION.search(text):
-        return Intent("location", text, ((PlannedCall("get_location"),),), think)
+        calls = (PlannedCall("get_location"),) * (2 if _RE_TWICE.search(text) else 1)
+        return Intent("location", text, (calls,), think)
     if _RE_MUSIC.search(text):
         match = _RE_TRACK.search(text)
         digits = next(g for g in match.groups() if g) if match else ""

@@ -97,6 +97,9 @@ class LiveTurn:
         self.calls = TurnCalls()  # every call of the turn, from the run's events
         self.approvals: dict[str, str] = {}  # approval id -> the call it gates
         self._delivered: set[str] = set()  # browser calls whose result the client gave
+        # Calls the user denied: their result (the refusal) reaches the turn's events only with
+        # the other results of their step, but the browser owes nothing for them.
+        self._denied: set[str] = set()
         self._rearm: set[str] = set()  # approved browser calls to hand back to the browser
         self._unannounced: list[WaitingCall] = []  # approvals whose call event is still due
         self._held: list[BaseChunk] = []  # held back for the turn's final response
@@ -130,7 +133,8 @@ class LiveTurn:
         converter = StreamProtocolConverter(
             message_id=message_id,
             error_detail=self._settings.error_detail,
-            denied_tool_call_ids=denied or (),
+            # Also those denied in an earlier response: their refusal comes with their step.
+            denied_tool_call_ids=(denied or set()) | self._denied,
             # A new message holds no earlier calls; a continuation holds this turn's calls.
             known_tool_call_ids=set(self.calls.calls) if continuation else set(),
         )
@@ -308,6 +312,7 @@ class LiveTurn:
             c for c in answers.rearmed if c not in answers.outputs and c not in self._delivered
         )
         self._working = self._working or bool(answers.decisions)
+        self._denied.update(answers.denied)
         for decision in answers.decisions:
             await self._pending.decide(
                 self._chat, decision.approval_id, decision.approved, decision.payload
@@ -323,7 +328,7 @@ class LiveTurn:
 
     def waiting_browser_calls(self) -> set[str]:
         """Browser calls still without the client's result."""
-        return self.calls.pending_browser_calls() - self._delivered
+        return self.calls.pending_browser_calls() - self._delivered - self._denied
 
     def answered_calls(self) -> set[str]:
         return self.calls.answered | self._delivered
