@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.real_client import (
     V6_CLIENTS,
     assistant_messages,
@@ -14,7 +16,7 @@ from tests.real_client import (
     text_of,
     tool_parts,
 )
-from tests.support import LiveServer
+from tests.support import LiveServer, ServerPool
 
 LOCATION = {"latitude": 35.6762, "longitude": 139.6503, "accuracy": 20}
 ANSWER = "You are at latitude 35.6762, longitude 139.6503."
@@ -36,7 +38,11 @@ def _seed_page_with_frame(server: LiveServer, client: str, pad: int) -> dict[str
     return client_job(server, client, steps, live=True, sendAutomaticallyWhen="seed")
 
 
-def test_a_result_after_the_approval_is_applied_whatever_the_timing(server: LiveServer) -> None:
+@pytest.mark.parametrize("flow", ["on-tool-call", "add-output"])
+def test_a_result_after_the_approval_is_applied_whatever_the_timing(
+    servers: ServerPool, flow: str
+) -> None:
+    server = servers.get({"ADK_STREAM_BROWSER_APPROVAL_FLOW": flow})
     # Before the fix about 1 run in 4 with the large frame ended with the part reset to
     # input-available and the resend refused: the result had reached the run after the
     # approval's response closed, and the model's answer waited for a response that never came.
