@@ -7,7 +7,7 @@ import { useStore } from './store';
 import type { ApprovalAnswer } from './types';
 
 export function ChatView({ session }: { session: PlaygroundChat }) {
-  const { messages, setMessages, status, error, sendMessage, regenerate, addToolApprovalResponse } = useChat({
+  const { messages, setMessages, status, error, sendMessage, regenerate } = useChat({
     chat: session.chat,
     // A chat opened (a reload, a chat from the list) picks up an answer still being written
     // (nothing when there is none): a GET on /stream, a `resume` frame on ai 7's socket. With
@@ -69,7 +69,7 @@ export function ChatView({ session }: { session: PlaygroundChat }) {
         ),
       );
     }
-    void addToolApprovalResponse({ id, approved });
+    void session.approve({ id, approved });
   }
 
   function stopAnswer() {

@@ -11,7 +11,13 @@ import {
 import { WebSocketChatTransport } from 'adk-stream-protocol-client';
 import { StockWebSocketChatTransport } from './ai7-only';
 import { BgmPlayer, PcmPlayer } from './audio';
-import { liveUrl, streamUrl, usesOurTransport, type TransportKind } from './config';
+import {
+  BROWSER_APPROVAL_FLOW,
+  liveUrl,
+  streamUrl,
+  usesOurTransport,
+  type TransportKind,
+} from './config';
 import { Store } from './store';
 import type { PlaygroundMessage, SharedState } from './types';
 
@@ -69,6 +75,9 @@ export interface PlaygroundChat {
   onNotice?: (text: string) => void;
   /** Runs the browser tools a restored chat's last answer waits for (`input-available`). */
   runWaitingBrowserCalls(): void;
+  /** The user's answer to an approval; with `?flow=add-output` an approved browser tool then
+   * runs at once. */
+  approve(answer: { id: string; approved: boolean }): Promise<void>;
   dispose(): void;
 }
 
@@ -150,6 +159,7 @@ export function createPlaygroundChat(
 
   const pcm = new PcmPlayer();
   const ran = new Set<string>(); // browser tool calls already run
+  const running = new Set<string>(); // browser tool calls running now (add-output)
 
   // On `/stream` and ai 7's socket, an answer still being written that continues the last
   // message (after an approval or a browser tool's output) is resumed from its start, and its
@@ -162,10 +172,14 @@ export function createPlaygroundChat(
     // A restored chat goes on from the messages the server kept, as if never reloaded.
     messages: continues ? restored.messages.slice(0, -1) : restored?.messages,
     transport,
-    // Approvals and browser tool outputs go back by themselves.
+    // Approvals and browser tool outputs go back by themselves; never while the page still
+    // runs an approved browser tool (add-output: its approval has gone, its output follows).
     sendAutomaticallyWhen: options =>
-      lastAssistantMessageIsCompleteWithApprovalResponses(options) ||
-      lastAssistantMessageIsCompleteWithToolCalls(options),
+      !options.messages
+        .at(-1)
+        ?.parts.some(p => isToolUIPart(p) && running.has(p.toolCallId)) &&
+      (lastAssistantMessageIsCompleteWithApprovalResponses(options) ||
+        lastAssistantMessageIsCompleteWithToolCalls(options)),
     onToolCall: ({ toolCall }) => {
       const spec = BROWSER_TOOLS[toolCall.toolName];
       if (!spec) return;
@@ -189,8 +203,10 @@ export function createPlaygroundChat(
   function run(toolCall: { toolName: string; toolCallId: string; input: unknown }) {
     if (ran.has(toolCall.toolCallId)) return;
     ran.add(toolCall.toolCallId);
+    running.add(toolCall.toolCallId);
+    const done = () => running.delete(toolCall.toolCallId);
     // Never await addToolOutput here: the chat is still processing this response.
-    void runBrowserTool(toolCall.toolName, toolCall.input, bgm).then(
+    void runBrowserTool(toolCall.toolName, toolCall.input, bgm).finally(done).then(
       output =>
         chat.addToolOutput({ tool: toolCall.toolName, toolCallId: toolCall.toolCallId, output }),
       (error: unknown) =>
@@ -226,6 +242,17 @@ export function createPlaygroundChat(
         // The approval an approved call keeps (ai's types have none in this state).
         const approved = (part as { approval?: { approved?: boolean } }).approval?.approved;
         if (!spec || (spec.needsApproval && approved !== true)) continue;
+        run({ toolName: getToolName(part), toolCallId: part.toolCallId, input: part.input });
+      }
+    },
+    async approve({ id, approved }) {
+      await chat.addToolApprovalResponse({ id, approved });
+      if (!approved || BROWSER_APPROVAL_FLOW !== 'add-output') return;
+      // The server will not hand the call back: the page runs it now (README, ADR 0011).
+      const part = chat.messages
+        .flatMap(message => message.parts)
+        .find(p => isToolUIPart(p) && p.approval?.id === id);
+      if (part && isToolUIPart(part) && BROWSER_TOOLS[getToolName(part)]) {
         run({ toolName: getToolName(part), toolCallId: part.toolCallId, input: part.input });
       }
     },

@@ -28,6 +28,13 @@ export function usesOurTransport(kind: TransportKind): boolean {
 }
 
 const params = new URLSearchParams(window.location.search);
+
+/** How the page runs a browser tool it approved; it must match the server's
+ * ADK_STREAM_BROWSER_APPROVAL_FLOW (README, ADR 0011). `?flow=add-output`: as the user
+ * approves it, then `addToolOutput`; by default from `onToolCall`, once the server hands the
+ * approved call back. */
+export const BROWSER_APPROVAL_FLOW: 'on-tool-call' | 'add-output' =
+  params.get('flow') === 'add-output' ? 'add-output' : 'on-tool-call';
 const pageFolder = window.location.pathname.replace(/\/[^/]*$/, '');
 const apiBase = (params.get('api') ?? pageFolder).replace(/\/+$/, '');
 

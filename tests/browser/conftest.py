@@ -167,7 +167,8 @@ def open_playground(
     """Opens the playground on a fresh chat: `open_playground(mode, base_url=..., chat=...,
     **context_options)`. `base_url` defaults to the server of the mode's page (`text_server`
     for ai 7, `v6_server` for ai 6). `chat` opens that chat instead (`?chat=`, as a reload
-    does). With context options (permissions, geolocation) in a new browser context of its
+    does). `flow` opens it with `?flow=` (the page's browser approval flow, ADR 0011).
+    With context options (permissions, geolocation) in a new browser context of its
     own; without, in the shared page."""
     contexts = []
     pages = request.node.stash.setdefault(_PAGES, [])
@@ -181,7 +182,11 @@ def open_playground(
         console.append(f"[pageerror] {error}")
 
     def open_(
-        mode: Mode, base_url: str | None = None, chat: str | None = None, **options: Any
+        mode: Mode,
+        base_url: str | None = None,
+        chat: str | None = None,
+        flow: str | None = None,
+        **options: Any,
     ) -> Playground:
         if options or pages:
             context = browser.new_context(**options)
@@ -204,6 +209,7 @@ def open_playground(
             {
                 **({} if mode.transport == "stream" else {"transport": mode.transport}),
                 **({"chat": chat} if chat else {}),
+                **({"flow": flow} if flow else {}),  # the page's browser approval flow
             }
         )
         page.goto(f"{base_url or page_server_of(request, mode).base_url}/{query and '?'}{query}")
