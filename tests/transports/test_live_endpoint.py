@@ -7,6 +7,7 @@ fields); control frames are plain JSON."""
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
 from collections.abc import Iterator
@@ -242,6 +243,26 @@ def test_location_approval_then_browser(socket: LiveSocket) -> None:
     chat.messages[-1] = message
     answer = chat._record(socket.message(*chat.messages, messageId=message["id"]))
     assert "latitude 1.5, longitude 2.5" in answer.text()
+
+
+def test_a_result_after_the_hand_back_is_applied_and_a_second_is_refused_with_why(
+    socket: LiveSocket, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The page's tool_result comes after the approval's response has closed; its resend of the
+    # approval then brings nothing new, and gets the answer (issue 28; it was refused, 409).
+    chat = LiveChat(socket)
+    chat.say("Where am I?")
+    (call,) = chat.answer(True).of_type("tool-input-available")
+    where = {"latitude": 1.5, "longitude": 2.5}
+    frame = {"type": "tool_result", "toolCallId": call["toolCallId"], "result": where}
+    socket.send(frame)
+    answer = chat._record(socket.message(*chat.messages, messageId=chat.messages[-1]["id"]))
+    assert "latitude 1.5, longitude 2.5" in answer.text()
+    with caplog.at_level(logging.INFO, logger="adk_stream_protocol"):
+        socket.send(frame)
+        refused = socket.control()
+    assert "(its result was given already)" in refused["message"]
+    assert "its result was given already" in caplog.text
 
 
 def test_a_message_while_a_response_streams_is_refused_not_interleaved(socket: LiveSocket) -> None:
