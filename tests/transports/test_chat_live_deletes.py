@@ -1,0 +1,118 @@
+"""``DELETE /chats/{chatId}`` while a ``/live?chatId=`` socket holds the chat (issue 25,
+docs/adr/0043): the delete's stop closes the socket (4410) after its open response's
+``[DONE]``, waits for it to let the chat go, and answers 204; nothing of the chat is left and
+nothing it waited for runs. The real app in this process on SQLite, the real ``run_live``;
+two instances on PostgreSQL and Redis are in test_scale_out.py."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.support import (
+    InProcessApp,
+    LiveSocket,
+    SocketClosed,
+    answer_approvals,
+    assistant_message,
+    chat_body,
+    in_process_app,
+    user_message,
+)
+
+PAYMENT = "Send 50 dollars to Hanako"  # the demo's approval
+
+
+def new_chat(name: str) -> str:
+    return f"{name}-{uuid.uuid4().hex[:8]}"
+
+
+def closed_as_deleted(socket: LiveSocket) -> SocketClosed:
+    """The socket's next frame is its close: 4410, with a reason."""
+    with pytest.raises(SocketClosed) as closed:
+        frame = socket.ws.recv(timeout=10)
+        raise AssertionError(f"a frame after the delete: {frame}")
+    assert closed.value.code == 4410, closed.value
+    assert closed.value.reason == "this chat was deleted"
+    return closed.value
+
+
+def approvals(app: InProcessApp, outcome: str) -> float:
+    text = app.http.get("/metrics").text
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "adk_stream_approvals_total"
+        and sample.labels == {"transport": "live", "outcome": outcome}
+    )
+
+
+def assert_gone(app: InProcessApp, chat_id: str) -> None:
+    assert app.http.get(f"/chats/{chat_id}").status_code == 404
+    assert app.http.get(f"/stream/{chat_id}/stream").status_code == 204  # nothing to resume
+    assert app.http.delete(f"/chats/{chat_id}").status_code == 404
+    assert chat_id not in [c["id"] for c in app.http.get("/chats").json()["chats"]]
+
+
+def test_a_delete_closes_the_live_socket_that_answers_and_removes_the_chat(
+    tmp_path: Path,
+) -> None:
+    """The tests' slow live model: the socket's open response ends (its `finish`, then
+    `[DONE]`), the socket closes with 4410, the delete answers 204; a new socket on the same
+    chat id starts a fresh chat."""
+    with in_process_app(tmp_path, agent="tests.agents:slow_live_agent") as app:
+        chat_id = new_chat("answering")
+        socket = LiveSocket(app, chat_id)
+        try:
+            socket.send({"type": "message", **chat_body(chat_id, user_message("hello", "u1"))})
+            assert json.loads(socket.ws.recv(10).removeprefix("data: "))["type"] == "start"
+            deleted = app.http.delete(f"/chats/{chat_id}")
+            rest = socket.response()
+            closed_as_deleted(socket)
+        finally:
+            socket.close()
+        assert deleted.status_code == 204, deleted.text
+        assert rest.of_type("finish") == [{"type": "finish", "finishReason": "other"}]
+        assert rest.payloads[-1] == "[DONE]"
+        assert_gone(app, chat_id)
+
+        with LiveSocket(app, chat_id) as again:
+            answer = again.message(user_message("hi", "u9"))
+        assert answer.of_type("finish")[0]["finishReason"] == "stop"
+        messages = app.http.get(f"/chats/{chat_id}").json()["messages"]
+        assert (messages[0]["id"], messages[0]["role"]) == ("u9", "user")
+        assert len(messages) == 2, "the deleted chat's messages are not in the new one"
+
+
+def test_a_delete_closes_a_socket_whose_approval_waits_and_the_tool_never_runs(
+    tmp_path: Path,
+) -> None:
+    """The demo's payment waits for approval on the socket: the delete cancels it (counted
+    as such, never approved), and the approval sent again on a new socket answers nothing."""
+    with in_process_app(tmp_path, metrics=True) as app:
+        chat_id = new_chat("approval")
+        socket = LiveSocket(app, chat_id)
+        try:
+            asked = socket.message(user_message(PAYMENT, "u1"))
+            assert asked.of_type("tool-approval-request"), asked.types()
+            assert app.http.get(f"/chats/{chat_id}").json()["waiting"] == "approval"
+            deleted = app.http.delete(f"/chats/{chat_id}")
+            closed_as_deleted(socket)
+        finally:
+            socket.close()
+        assert deleted.status_code == 204, deleted.text
+        assert approvals(app, "cancelled") == 1
+        assert approvals(app, "approved") == 0
+        assert_gone(app, chat_id)
+
+        approved = answer_approvals(assistant_message(asked), True)
+        with LiveSocket(app, chat_id) as again:
+            late = again.message(user_message(PAYMENT, "u1"), approved)
+        assert late.of_type("error"), late.types()
+        assert not late.of_type("tool-output-available")
+        assert approvals(app, "approved") == 0
