@@ -17,10 +17,12 @@ from tests.support import (
     InProcessApp,
     LiveSocket,
     SocketClosed,
+    Target,
     answer_approvals,
     assistant_message,
     chat_body,
     in_process_app,
+    serve_in_thread,
     user_message,
 )
 
@@ -52,7 +54,7 @@ def approvals(app: InProcessApp, outcome: str) -> float:
     )
 
 
-def assert_gone(app: InProcessApp, chat_id: str) -> None:
+def assert_gone(app: Target, chat_id: str) -> None:
     assert app.http.get(f"/chats/{chat_id}").status_code == 404
     assert app.http.get(f"/stream/{chat_id}/stream").status_code == 204  # nothing to resume
     assert app.http.delete(f"/chats/{chat_id}").status_code == 404
@@ -116,3 +118,23 @@ def test_a_delete_closes_a_socket_whose_approval_waits_and_the_tool_never_runs(
         assert late.of_type("error"), late.types()
         assert not late.of_type("tool-output-available")
         assert approvals(app, "approved") == 0
+
+
+def test_a_delete_ends_the_answer_a_socket_that_left_lets_run_on(tmp_path: Path) -> None:
+    """With resumable streams a socket that drops lets its open response run on, for a new
+    socket to resume; the chat's delete (as a stop) ends it at once instead of waiting.
+    Real uvicorn: the socket is really gone."""
+    with serve_in_thread(
+        tmp_path,
+        agent="tests.agents:slow_live_agent",
+        resumable_streams=True,
+        chat_busy_timeout_seconds=1,
+    ) as server:
+        chat_id = new_chat("left")
+        with LiveSocket(server, chat_id) as socket:
+            socket.send({"type": "message", **chat_body(chat_id, user_message("hello", "u1"))})
+            assert json.loads(socket.ws.recv(10).removeprefix("data: "))["type"] == "start"
+        assert server.http.get(f"/chats/{chat_id}").json()["active"] is True  # running on
+        deleted = server.http.delete(f"/chats/{chat_id}")
+        assert deleted.status_code == 204, deleted.text
+        assert_gone(server, chat_id)
