@@ -19,7 +19,6 @@ from google.adk.events import Event
 from adk_stream_protocol.coordination.base import (
     ChatKey,
     ChatLease,
-    ResponseLog,
     StopSubscription,
     WaitingCall,
 )
@@ -93,6 +92,7 @@ class LiveConnection:
         self._abandoning = False
         self._deleted = False  # the chat is being deleted: the socket closes, nothing runs
         self._ending: asyncio.Task[None] | None = None  # the socket's end (``_end``), once
+        self._handling = asyncio.Lock()  # held while a frame is handled
 
     # -- the socket ---------------------------------------------------------------------------
 
@@ -132,7 +132,8 @@ class LiveConnection:
                 await self._ws.close(CLOSE_TOO_BIG, f"frames are limited to {limit} bytes")
                 return
             try:
-                await self._on_frame(text, size)
+                async with self._handling:
+                    await self._on_frame(text, size)
             except Exception as exc:
                 # A bug of ours must not kill the socket or leave a response half-open.
                 await self._frame_failed(exc)
@@ -201,9 +202,11 @@ class LiveConnection:
     async def _finish_open_response(self) -> None:
         turn = self._turn
         response = turn.response if turn is not None else None
-        if turn is None or response is None or not self._settings.resumable_streams:
+        if turn is None or response is None:
             return
         if not self._deleted:  # (the chat's delete ends it at once)
+            if not self._settings.resumable_streams:
+                return  # the run's close ends it
             logger.info("live socket left chat=%s: finishing its response", self.chat_id)
             try:
                 await asyncio.wait_for(response.done.wait(), DETACHED_RESPONSE_SECONDS)
@@ -224,9 +227,10 @@ class LiveConnection:
                 await self._turn.interrupt()  # the open response ends, with its [DONE]
             if self._deleted:
                 async with self._send_lock:
-                    with contextlib.suppress(RuntimeError, OSError):  # it may have left
+                    with contextlib.suppress(RuntimeError, OSError, WebSocketDisconnect):  # gone
                         await self._ws.close(CLOSE_CHAT_DELETED, "this chat was deleted")
-                self._end(stop)
+                async with self._handling:  # a frame begun before the stop ends first
+                    self._end(stop)
                 return
 
     async def _close_when_lease_lost(self) -> None:
@@ -290,7 +294,7 @@ class LiveConnection:
         await turn.open_response(
             new_message_id(),
             sink,
-            await self._open_log(),
+            await self._bridge.open_response_log(self._chat, self._lease),
             on_end=self._release_slot,
             records=await self._bridge.open_records("live", self._chat, request),
             page_state=request.state,
@@ -311,7 +315,7 @@ class LiveConnection:
         await turn.open_response(
             last.id,
             sink,
-            await self._open_log(),
+            await self._bridge.open_response_log(self._chat, self._lease),
             on_end=self._release_slot,
             continuation=True,
             denied=answers.denied,
@@ -328,9 +332,6 @@ class LiveConnection:
             pending=self._pending,
             spawn=lambda coro: self._bridge.spawn(coro, name=f"live-call:{self.chat_id}"),
         )
-
-    async def _open_log(self) -> ResponseLog:
-        return await self._bridge.open_response_log(self._chat, self._lease)
 
     async def _on_audio(self, frame: AudioChunkFrame | AudioControlFrame) -> None:
         if await self._run_usable():

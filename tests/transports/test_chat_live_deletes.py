@@ -91,6 +91,29 @@ def test_a_delete_closes_the_live_socket_that_answers_and_removes_the_chat(
         assert len(messages) == 2, "the deleted chat's messages are not in the new one"
 
 
+def test_a_message_sent_as_the_chat_is_deleted_leaves_nothing_behind(tmp_path: Path) -> None:
+    """A message frame the socket is handling as the delete arrives: its response (if it
+    opened one) ends before the close, and the chat is removed after it, row and all."""
+    with in_process_app(tmp_path, agent="tests.agents:slow_live_agent") as app:
+        chat_id = new_chat("racing")
+        socket = LiveSocket(app, chat_id)
+        try:
+            socket.send({"type": "ping", "timestamp": 1})
+            assert json.loads(socket.ws.recv(10))["type"] == "pong"  # the chat's session exists
+            socket.send({"type": "message", **chat_body(chat_id, user_message("hello", "u1"))})
+            deleted = app.http.delete(f"/chats/{chat_id}")
+            frames = []
+            with pytest.raises(SocketClosed) as closed:
+                while True:
+                    frames.append(socket.ws.recv(timeout=10))
+        finally:
+            socket.close()
+        assert deleted.status_code == 204, deleted.text
+        assert closed.value.code == 4410
+        assert not frames or frames[-1] == "data: [DONE]\n\n", frames
+        assert_gone(app, chat_id)
+
+
 def test_a_delete_closes_a_socket_whose_approval_waits_and_the_tool_never_runs(
     tmp_path: Path,
 ) -> None:
