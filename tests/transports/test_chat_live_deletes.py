@@ -143,6 +143,33 @@ def test_a_delete_closes_a_socket_whose_approval_waits_and_the_tool_never_runs(
         assert approvals(app, "approved") == 0
 
 
+def test_a_delete_closes_a_socket_whose_browser_call_waits_and_no_output_is_taken(
+    tmp_path: Path,
+) -> None:
+    """The demo's music player waits for the page's output: after the delete, that output
+    sent on a new socket answers nothing, and the new chat holds none of it."""
+    with in_process_app(tmp_path) as app:
+        chat_id = new_chat("browser")
+        socket = LiveSocket(app, chat_id)
+        try:
+            asked = socket.message(user_message("Play music, track 2", "u1"))
+            assert asked.of_type("finish")[0]["finishReason"] == "tool-calls"
+            assert app.http.get(f"/chats/{chat_id}").json()["waiting"] == "browser"
+            deleted = app.http.delete(f"/chats/{chat_id}")
+            closed_as_deleted(socket)
+        finally:
+            socket.close()
+        assert deleted.status_code == 204, deleted.text
+        assert_gone(app, chat_id)
+
+        output = assistant_message(asked)
+        output["parts"][-1].update(state="output-available", output={"success": True, "track": 2})
+        with LiveSocket(app, chat_id) as again:
+            late = again.message(user_message("Play music, track 2", "u1"), output)
+        assert late.of_type("error"), late.types()
+        assert "Now playing" not in late.text()
+
+
 def test_a_delete_ends_the_answer_a_socket_that_left_lets_run_on(tmp_path: Path) -> None:
     """With resumable streams a socket that drops lets its open response run on, for a new
     socket to resume; the chat's delete (as a stop) ends it at once instead of waiting.
