@@ -35,6 +35,7 @@ from adk_stream_protocol.transports.live_frames import (
     CLOSE_INTERNAL,
     CLOSE_TOO_BIG,
     CLOSE_TRY_AGAIN_LATER,
+    DELETED_REASON,
     AudioChunkFrame,
     AudioControlFrame,
     InterruptFrame,
@@ -65,9 +66,9 @@ class LiveConnection:
         bridge: Bridge,
         websocket: WebSocket,
         *,
-        user_id: str,
-        chat_id: str,
+        chat: ChatKey,
         lease: ChatLease,
+        stop: StopSubscription,  # the chat's stops, watched since before the lease was taken
         restart: LiveRestart,
     ) -> None:
         self._bridge = bridge
@@ -75,12 +76,11 @@ class LiveConnection:
         self._pending = bridge.coordination.pending
         self._ws = websocket
         self._limits = RequestLimits.from_settings(self._settings)
-        self._chat: ChatKey = (user_id, chat_id)
-        self.chat_id = chat_id
+        self._chat = chat
+        self.chat_id = chat[1]
         self._lease = lease
-        self._run = LiveRun(
-            bridge, user_id, chat_id, on_event=self._on_event, on_failure=self._on_run_failure
-        )
+        self._stop = stop
+        self._run = LiveRun(bridge, *chat, on_event=self._on_event, on_failure=self._on_run_failure)
         self._turn: LiveTurn | None = None
         # The last user message: the same message sent again is refused, not answered twice.
         self._last_user_message_id: str | None = None
@@ -101,8 +101,7 @@ class LiveConnection:
         # Tools of this chat start only while the socket holds its lease (docs/adr/0032).
         self._bridge.tool_starts.hold(self._chat, self._lease)
         logger.info("live connected user=%s chat=%s", *self._chat)
-        stop = await self._bridge.coordination.stops.subscribe(self._chat)
-        stops = self._bridge.spawn(self._stop_when_asked(stop), name="live-stop")
+        stops = self._bridge.spawn(self._stop_when_asked(), name="live-stop")
         lease = self._bridge.spawn(self._close_when_lease_lost(), name="live-lease")
         try:
             await self._run.start()
@@ -111,14 +110,14 @@ class LiveConnection:
             lease.cancel()
             # Its own task: a server that cancels the handler still lets the run end and the
             # lease go (the bridge cancels it at shutdown).
-            await asyncio.shield(self._end(stop))
+            await asyncio.shield(self._end())
             stops.cancel()
 
-    def _end(self, stop: StopSubscription) -> asyncio.Task[None]:
+    def _end(self) -> asyncio.Task[None]:
         """The socket's end, once: when it is gone, or as soon as the chat's delete closed it
         (a client that does not answer the close does not keep the chat)."""
         if self._ending is None:
-            self._ending = self._bridge.spawn(self._shut_down(stop), name="live-end")
+            self._ending = self._bridge.spawn(self._shut_down(), name="live-end")
         return self._ending
 
     async def _receive_frames(self) -> None:
@@ -182,13 +181,13 @@ class LiveConnection:
             text = f"the server could not handle that frame (ref {reference})"
         await self._control_error(text)
 
-    async def _shut_down(self, stop: StopSubscription) -> None:
+    async def _shut_down(self) -> None:
         """Disconnect: nobody can answer any more. Nothing pending runs; nothing stays. With
         resumable streams the open response is written to its end first, for a new socket
         (of this instance or another) to replay; a stop meanwhile still ends it."""
         try:
             await self._finish_open_response()
-            await stop.close()
+            await self._stop.close()
             left = await self._pending.waiting(self._chat)
             await self._pending.unwatch(self._chat, dict(DISCONNECTED_RESULT))
             await self._bridge.record_unanswered(self._chat, left)
@@ -215,9 +214,10 @@ class LiveConnection:
                 logger.warning("live response did not end chat=%s; closing", self.chat_id)
         await turn.interrupt()
 
-    async def _stop_when_asked(self, stop: StopSubscription) -> None:
+    async def _stop_when_asked(self) -> None:
         """A stop of the chat (``DELETE``, from any instance) ends its open response; the
         chat's delete also closes the socket, so that its run ends and its lease is let go."""
+        stop = self._stop
         while True:
             await stop.stopped.wait()
             stop.stopped.clear()
@@ -228,9 +228,9 @@ class LiveConnection:
             if self._deleted:
                 async with self._send_lock:
                     with contextlib.suppress(RuntimeError, OSError, WebSocketDisconnect):  # gone
-                        await self._ws.close(CLOSE_CHAT_DELETED, "this chat was deleted")
+                        await self._ws.close(CLOSE_CHAT_DELETED, DELETED_REASON)
                 async with self._handling:  # a frame begun before the stop ends first
-                    self._end(stop)
+                    self._end()
                 return
 
     async def _close_when_lease_lost(self) -> None:

@@ -28,6 +28,7 @@ from adk_stream_protocol.protocol.ui_messages import ChatRequest, parse_chat_req
 CLOSE_BAD_REQUEST = 4400
 CLOSE_CHAT_BUSY = 4409
 CLOSE_CHAT_DELETED = 4410  # as HTTP 410 Gone: the chat was deleted (DELETE /chats/{chatId})
+DELETED_REASON = "this chat was deleted"
 CLOSE_TOO_BIG = 1009
 CLOSE_INTERNAL = 1011
 CLOSE_RESTART = 1012  # Service Restart: connect again, to another instance (docs/adr/0033)

@@ -188,3 +188,32 @@ def test_a_delete_ends_the_answer_a_socket_that_left_lets_run_on(tmp_path: Path)
         deleted = server.http.delete(f"/chats/{chat_id}")
         assert deleted.status_code == 204, deleted.text
         assert_gone(server, chat_id)
+
+
+def test_a_socket_waiting_for_the_chat_as_it_is_deleted_is_closed_and_starts_nothing(
+    tmp_path: Path,
+) -> None:
+    """A second socket resumes the answer a dropped socket lets run on, then waits for the
+    chat: the delete ends that answer, and the waiting socket, whether it gets the chat before
+    the delete or after, closes with 4410 without starting a run (no session is made again).
+    Real uvicorn: the first socket is really gone."""
+    with serve_in_thread(
+        tmp_path, agent="tests.agents:slow_live_agent", resumable_streams=True
+    ) as server:
+        chat_id = new_chat("waiting")
+        with LiveSocket(server, chat_id) as first:
+            first.send({"type": "message", **chat_body(chat_id, user_message("hello", "u1"))})
+            assert json.loads(first.ws.recv(10).removeprefix("data: "))["type"] == "start"
+        second = server.connect(f"/live?chatId={chat_id}&resume=true")
+        try:
+            assert json.loads(second.recv(10).removeprefix("data: "))["type"] == "start"
+            deleted = server.http.delete(f"/chats/{chat_id}")
+            with pytest.raises(SocketClosed) as closed:
+                while second.recv(10) != "data: [DONE]\n\n":
+                    pass  # the replayed answer, to its end
+                second.recv(10)
+        finally:
+            second.close()
+        assert deleted.status_code == 204, deleted.text
+        assert (closed.value.code, closed.value.reason) == (4410, "this chat was deleted")
+        assert_gone(server, chat_id)  # (its DELETE is a 404: no session either)
