@@ -129,7 +129,8 @@ def parse_frame(frame: dict[str, Any], limits: RequestLimits) -> LiveFrame:
 def invalid_frame(kind: str, exc: ValidationError) -> RequestError:
     """A frame of a known type that fails its model, with the fields at fault."""
     problems = "; ".join(
-        f"{'.'.join(str(p) for p in error['loc'][1:]) or 'frame'}: {error['msg']}"
+        f"{'.'.join(str(p) for p in error['loc'][1:]) or 'frame'}: "
+        f"{error['msg'].removeprefix('Value error, ')}"
         for error in exc.errors(include_url=False, include_input=False)
     )
     return RequestError(422, f"invalid {kind} frame: {problems}")
