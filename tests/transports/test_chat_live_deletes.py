@@ -217,3 +217,25 @@ def test_a_socket_waiting_for_the_chat_as_it_is_deleted_is_closed_and_starts_not
         assert deleted.status_code == 204, deleted.text
         assert (closed.value.code, closed.value.reason) == (4410, "this chat was deleted")
         assert_gone(server, chat_id)  # (its DELETE is a 404: no session either)
+
+
+def test_a_chat_that_does_not_come_free_is_refused_with_a_reason_and_kept(
+    tmp_path: Path,
+) -> None:
+    """A holder that does not let the chat go (here the tests hold its lease, as a stalled
+    answer would): after the busy timeout the delete says why, and nothing is removed."""
+    with in_process_app(tmp_path, chat_busy_timeout_seconds=0.3) as app:
+        chat_id = new_chat("held")
+        with LiveSocket(app, chat_id) as socket:
+            socket.message(user_message("Hello there", "u1"))
+        portal, leases = app.http.portal, app.app.state.bridge.coordination.leases
+        assert portal is not None
+        lease = portal.call(leases.acquire, ("local-user", chat_id), 5)
+        try:
+            refused = app.http.delete(f"/chats/{chat_id}")
+        finally:
+            portal.call(lease.release)
+        assert refused.status_code == 409
+        assert "did not come free in time" in refused.json()["detail"]
+        assert app.http.get(f"/chats/{chat_id}").status_code == 200  # nothing was removed
+        assert app.http.delete(f"/chats/{chat_id}").status_code == 204
