@@ -166,7 +166,8 @@ class LiveConnection:
             if self._turn is not None:
                 await self._turn.interrupt()
         elif isinstance(frame, AudioChunkFrame | AudioControlFrame):
-            await self._on_audio(frame)
+            if await self._run_usable():
+                frame.send_to(self._run.queue)  # the microphone's audio, or its start / end
         elif isinstance(frame, ToolResultFrame):
             await self._on_tool_result(frame)
 
@@ -332,10 +333,6 @@ class LiveConnection:
             pending=self._pending,
             spawn=lambda coro: self._bridge.spawn(coro, name=f"live-call:{self.chat_id}"),
         )
-
-    async def _on_audio(self, frame: AudioChunkFrame | AudioControlFrame) -> None:
-        if await self._run_usable():
-            frame.send_to(self._run.queue)
 
     async def _on_tool_result(self, frame: ToolResultFrame) -> None:
         """The predecessor's envelope for a browser tool's output."""
