@@ -474,6 +474,46 @@ def test_a_stop_reaches_a_live_socket_on_the_other_instance(
     assert chunks[-1]["type"] == "finish" and chunks[-1]["finishReason"] == "other"
 
 
+def test_a_delete_on_one_instance_closes_the_live_socket_on_the_other(
+    pair: tuple[LiveServer, LiveServer], postgres_url: str
+) -> None:
+    """B's delete reaches A's /live socket (the Redis stop): its open response ends with its
+    [DONE], the socket closes with 4410, A lets the chat go, and B answers 204 once the chat
+    is removed for both; a new socket on the chat id starts a fresh chat."""
+    a, b = pair
+    chat = new_chat("live-delete")
+    socket = a.connect(f"/live?chatId={chat}")
+    try:
+        _send_message(socket, chat, "hello", "u1")
+        assert _first_chunk(socket)["type"] == "start"
+        started = time.monotonic()
+        deleted = b.http.delete(f"/chats/{chat}")
+        elapsed = time.monotonic() - started
+        chunks = _frames_until_done(socket)
+        with pytest.raises(SocketClosed) as closed:
+            socket.recv(TIMEOUT)
+    finally:
+        socket.close()
+    assert deleted.status_code == 204, deleted.text
+    assert elapsed < 5, "the socket let the chat go before the busy timeout"
+    assert (closed.value.code, closed.value.reason) == (4410, "this chat was deleted")
+    assert chunks[-1] == {"type": "finish", "finishReason": "other"}
+    for instance in (a, b):
+        assert instance.http.get(f"/chats/{chat}").status_code == 404
+        assert instance.http.get(f"/stream/{chat}/stream").status_code == 204
+    assert stored_session(postgres_url, chat) is None
+    again = b.connect(f"/live?chatId={chat}")
+    try:
+        _send_message(again, chat, "hi", "u2")
+        after = _frames_until_done(again)
+    finally:
+        again.close()
+    assert after[-1]["type"] == "finish" and after[-1]["finishReason"] == "stop"
+    messages = a.http.get(f"/chats/{chat}").json()["messages"]
+    assert [(m["id"], m["role"]) for m in messages][:1] == [("u2", "user")]
+    assert len(messages) == 2, "nothing of the deleted chat is in the new one"
+
+
 # -- a producer that dies -------------------------------------------------------------------------
 
 

@@ -5,7 +5,8 @@ Four kinds of state outlive a single request and may have to be seen by another 
 - ``ChatLeases``: the right to run a chat; two requests on one chat never run at once.
 - ``PendingCalls``: tool calls waiting for the client (approvals, browser results). The tool
   waits where its run is; the answer may arrive anywhere.
-- ``StopSignals``: a request to stop a chat's running response.
+- ``StopSignals``: a request to stop a chat's running response (or to let a chat being
+  deleted go).
 - ``ChunkLogs``: the chunks an active response has sent, so a client can resume it.
 
 The transports and the core only know these interfaces. ``local.py`` gives the
@@ -138,6 +139,9 @@ class PendingCalls(Protocol):
 
 class StopSubscription(Protocol):
     stopped: asyncio.Event
+    # Set, never cleared, by a stop that deletes the chat (before ``stopped``): whoever
+    # serves the chat beyond one response (a /live socket) lets it go too.
+    deleted: asyncio.Event
 
     async def close(self) -> None: ...
 
@@ -146,7 +150,9 @@ class StopSignals(Protocol):
     async def subscribe(self, chat: ChatKey) -> StopSubscription:
         """Watch for a stop of the chat's running response (``stopped`` is set)."""
 
-    async def stop(self, chat: ChatKey) -> None: ...
+    async def stop(self, chat: ChatKey, *, deleted: bool = False) -> None:
+        """Stop the chat's running response; ``deleted``: the chat is being deleted, so its
+        holders also let it go (docs/adr/0043)."""
 
 
 class ResponseLog(Protocol):

@@ -220,6 +220,7 @@ class LocalPendingCalls:
 class _LocalSubscription:
     def __init__(self, signals: LocalStopSignals, chat: ChatKey) -> None:
         self.stopped = asyncio.Event()
+        self.deleted = asyncio.Event()
         self._signals = signals
         self._chat = chat
 
@@ -236,8 +237,10 @@ class LocalStopSignals:
         self._subscribers.setdefault(chat, set()).add(subscription)
         return subscription
 
-    async def stop(self, chat: ChatKey) -> None:
+    async def stop(self, chat: ChatKey, *, deleted: bool = False) -> None:
         for subscription in self._subscribers.get(chat, ()):
+            if deleted:
+                subscription.deleted.set()
             subscription.stopped.set()
 
     def _unsubscribe(self, chat: ChatKey, subscription: _LocalSubscription) -> None:

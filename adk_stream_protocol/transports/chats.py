@@ -4,10 +4,11 @@
   chat index alone; ``active`` from the coordination's chunk logs, never from events.
 - ``GET /chats/{chatId}``: one chat with its messages.
 - ``PATCH /chats/{chatId}`` ``{"title": …}``: a title the user chose, kept from then on.
-- ``DELETE /chats/{chatId}``: stops the chat's response wherever it runs, waits for it to end
-  (the chat's lease, for at most the busy timeout), then removes the chat's artifacts, its
-  session, its chunk log and its index row, in that order, so that a failure half-way leaves
-  the chat listed and the DELETE can be sent again.
+- ``DELETE /chats/{chatId}``: stops the chat's response wherever it runs and closes a
+  ``/live?chatId=`` socket open on it (a deleting stop), waits for them to let the chat go
+  (its lease, for at most the busy timeout), then removes the chat's artifacts, its session,
+  its chunk log and its index row, in that order, so that a failure half-way leaves the chat
+  listed and the DELETE can be sent again.
 
 Every route is behind the identity dependency, and a chat of another user does not exist
 (404), as on every route.
@@ -47,8 +48,8 @@ MAX_CURSOR_CHARS = 256
 MAX_TITLE_CHARS = 200
 NO_SUCH_CHAT = "no such chat"
 STAYS_BUSY = (
-    "the chat did not come free (an answer that did not stop in time, or a /live socket "
-    "open on it); try again once it is closed"
+    "the chat did not come free in time (its answer or its /live socket did not end); "
+    "nothing was removed, try again"
 )
 
 
@@ -227,7 +228,8 @@ async def rename_chat(
         204: {"description": "The chat is gone: its session, artifacts and chunk log too"},
         **_NOT_FOUND,
         409: _refusal_doc(
-            "The chat stayed busy: a /live?chatId= socket holds it, or its answer did not stop"
+            "The chat stayed busy: its answer or its /live socket did not end within the busy "
+            "timeout; nothing was removed"
         ),
         **_UNAVAILABLE,
     },
@@ -235,8 +237,10 @@ async def rename_chat(
 async def delete_chat(
     chat_id: str, request: Request, user_id: Annotated[str, Depends(current_user)]
 ) -> Response:
-    """Stop the chat's response (on whichever instance runs it), wait for it to end, then
-    remove everything the chat keeps."""
+    """Stop the chat's response and close its `/live?chatId=` socket (on whichever instance
+    runs them: the socket ends its open response, then closes with 4410), wait for them to
+    let the chat go, then remove everything the chat keeps: its session, artifacts, chunk log
+    and index row. A waiting approval or browser call does not run."""
     bridge = bridge_of(request.app.state)
     try:
         chat = _chat_key(user_id, chat_id)
@@ -276,10 +280,10 @@ async def _exists(bridge: Bridge, chat: ChatKey) -> bool:
 
 
 async def _stop_and_remove(bridge: Bridge, chat: ChatKey) -> None:
-    await bridge.coordination.stops.stop(chat)
+    await bridge.coordination.stops.stop(chat, deleted=True)
     try:
-        # The running response ends on the stop and lets the chat go; holding it, no new
-        # request of the chat runs while its things are removed.
+        # The running response ends on the stop, and a /live socket closes, letting the chat
+        # go; holding it, no new request of the chat runs while its things are removed.
         lease = await take_chat(bridge, chat)
     except RequestError as exc:
         if exc.status == 409:

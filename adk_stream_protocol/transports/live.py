@@ -24,7 +24,7 @@ from contextlib import aclosing
 from fastapi import APIRouter, WebSocket
 from fastapi.responses import PlainTextResponse
 
-from adk_stream_protocol.coordination.base import ChatKey, ChatLease
+from adk_stream_protocol.coordination.base import ChatKey, ChatLease, StopSubscription
 from adk_stream_protocol.foundation.errors import RequestError
 from adk_stream_protocol.foundation.identity import user_of
 from adk_stream_protocol.foundation.outages import REDIS
@@ -35,7 +35,9 @@ from adk_stream_protocol.transports.live_connections import LiveConnection
 from adk_stream_protocol.transports.live_frames import (
     CLOSE_BAD_REQUEST,
     CLOSE_CHAT_BUSY,
+    CLOSE_CHAT_DELETED,
     CLOSE_TRY_AGAIN_LATER,
+    DELETED_REASON,
 )
 from adk_stream_protocol.transports.live_restarts import LiveRestart
 from adk_stream_protocol.turns.bridge import Bridge, bridge_of
@@ -78,6 +80,24 @@ async def live(websocket: WebSocket) -> None:
     chat: ChatKey = (user_id, chat_id)
     resume = websocket.query_params.get("resume", "").lower() in ("1", "true")
     try:
+        # Watched before the chat is taken: a delete sent while the socket waits for the chat,
+        # or as it gets it, still reaches the socket.
+        stop = await bridge.coordination.stops.subscribe(chat)
+    except Exception as exc:
+        await _refuse_in_outage(bridge, websocket, exc, chat_id)
+        return
+    try:
+        await _serve_chat(bridge, websocket, chat, stop, resume=resume)
+    finally:
+        await stop.close()  # (closing twice is harmless)
+
+
+async def _serve_chat(
+    bridge: Bridge, websocket: WebSocket, chat: ChatKey, stop: StopSubscription, *, resume: bool
+) -> None:
+    """Take the chat's lease (after its active response, if one is being written), then serve
+    the socket with it."""
+    try:
         lease = await bridge.coordination.leases.try_acquire(chat)
         followed = lease is None  # held: by a response still being written, or a socket
         if lease is None:
@@ -85,14 +105,14 @@ async def live(websocket: WebSocket) -> None:
         if lease is not None and lease.unclean:
             await _fence(bridge, chat, lease)
     except Exception as exc:
-        refusal = bridge.outages.refusal(exc, f"a live socket of chat={chat_id}")
-        if refusal is None:
-            raise
-        # 1013 "Try Again Later": the client reconnects after a pause, not at once.
-        await websocket.close(CLOSE_TRY_AGAIN_LATER, refusal.message)
+        await _refuse_in_outage(bridge, websocket, exc, chat[1])
         return
     if lease is None:
         await websocket.close(CLOSE_CHAT_BUSY, "this chat already has a live connection")
+        return
+    if stop.deleted.is_set():  # deleted while the socket waited: nothing starts
+        await lease.release()
+        await websocket.close(CLOSE_CHAT_DELETED, DELETED_REASON)
         return
     bridge.outages.up(REDIS)
     if resume and not followed:
@@ -100,13 +120,24 @@ async def live(websocket: WebSocket) -> None:
     # A restart waits for the socket's open answer, then closes it (docs/adr/0033).
     restart = LiveRestart(bridge.drain, websocket)
     connection = LiveConnection(
-        bridge, websocket, user_id=user_id, chat_id=chat_id, lease=lease, restart=restart
+        bridge, websocket, chat=chat, lease=lease, stop=stop, restart=restart
     )
     bridge.drain.add(restart)
     try:
         await connection.serve()
     finally:
         bridge.drain.discard(restart)
+
+
+async def _refuse_in_outage(
+    bridge: Bridge, websocket: WebSocket, exc: Exception, chat_id: str
+) -> None:
+    """A store that is down closes the socket with 1013 "Try Again Later": the client
+    reconnects after a pause, not at once; anything else is raised again."""
+    refusal = bridge.outages.refusal(exc, f"a live socket of chat={chat_id}")
+    if refusal is None:
+        raise exc
+    await websocket.close(CLOSE_TRY_AGAIN_LATER, refusal.message)
 
 
 async def _after_active_response(

@@ -8,20 +8,17 @@ it. The handshake is in ``live.py``.
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
+import contextlib
 import json
 import logging
 from typing import Any
 
 from fastapi import WebSocket, WebSocketDisconnect
 from google.adk.events import Event
-from google.genai import types
 
 from adk_stream_protocol.coordination.base import (
     ChatKey,
     ChatLease,
-    ResponseLog,
     StopSubscription,
     WaitingCall,
 )
@@ -34,9 +31,11 @@ from adk_stream_protocol.protocol.ui_messages import ChatRequest
 from adk_stream_protocol.transports.chat_socket_frames import CLIENT_FRAME_TYPES
 from adk_stream_protocol.transports.live_frames import (
     CLOSE_BAD_REQUEST,
+    CLOSE_CHAT_DELETED,
     CLOSE_INTERNAL,
     CLOSE_TOO_BIG,
     CLOSE_TRY_AGAIN_LATER,
+    DELETED_REASON,
     AudioChunkFrame,
     AudioControlFrame,
     InterruptFrame,
@@ -67,9 +66,9 @@ class LiveConnection:
         bridge: Bridge,
         websocket: WebSocket,
         *,
-        user_id: str,
-        chat_id: str,
+        chat: ChatKey,
         lease: ChatLease,
+        stop: StopSubscription,  # the chat's stops, watched since before the lease was taken
         restart: LiveRestart,
     ) -> None:
         self._bridge = bridge
@@ -77,12 +76,11 @@ class LiveConnection:
         self._pending = bridge.coordination.pending
         self._ws = websocket
         self._limits = RequestLimits.from_settings(self._settings)
-        self._chat: ChatKey = (user_id, chat_id)
-        self.chat_id = chat_id
+        self._chat = chat
+        self.chat_id = chat[1]
         self._lease = lease
-        self._run = LiveRun(
-            bridge, user_id, chat_id, on_event=self._on_event, on_failure=self._on_run_failure
-        )
+        self._stop = stop
+        self._run = LiveRun(bridge, *chat, on_event=self._on_event, on_failure=self._on_run_failure)
         self._turn: LiveTurn | None = None
         # The last user message: the same message sent again is refused, not answered twice.
         self._last_user_message_id: str | None = None
@@ -92,6 +90,9 @@ class LiveConnection:
         self._holds_slot = False
         # Set while a new message waits for the model to end the turn it abandons.
         self._abandoning = False
+        self._deleted = False  # the chat is being deleted: the socket closes, nothing runs
+        self._ending: asyncio.Task[None] | None = None  # the socket's end (``_end``), once
+        self._handling = asyncio.Lock()  # held while a frame is handled
 
     # -- the socket ---------------------------------------------------------------------------
 
@@ -100,20 +101,24 @@ class LiveConnection:
         # Tools of this chat start only while the socket holds its lease (docs/adr/0032).
         self._bridge.tool_starts.hold(self._chat, self._lease)
         logger.info("live connected user=%s chat=%s", *self._chat)
-        stop = await self._bridge.coordination.stops.subscribe(self._chat)
-        watches = [
-            self._bridge.spawn(self._stop_when_asked(stop.stopped), name="live-stop"),
-            self._bridge.spawn(self._close_when_lease_lost(), name="live-lease"),
-        ]
+        stops = self._bridge.spawn(self._stop_when_asked(), name="live-stop")
+        lease = self._bridge.spawn(self._close_when_lease_lost(), name="live-lease")
         try:
             await self._run.start()
             await self._receive_frames()
         finally:
-            for watch in watches:
-                watch.cancel()
+            lease.cancel()
             # Its own task: a server that cancels the handler still lets the run end and the
             # lease go (the bridge cancels it at shutdown).
-            await asyncio.shield(self._bridge.spawn(self._shut_down(stop), name="live-close"))
+            await asyncio.shield(self._end())
+            stops.cancel()
+
+    def _end(self) -> asyncio.Task[None]:
+        """The socket's end, once: when it is gone, or as soon as the chat's delete closed it
+        (a client that does not answer the close does not keep the chat)."""
+        if self._ending is None:
+            self._ending = self._bridge.spawn(self._shut_down(), name="live-end")
+        return self._ending
 
     async def _receive_frames(self) -> None:
         limit = self._settings.max_frame_bytes
@@ -126,12 +131,15 @@ class LiveConnection:
                 await self._ws.close(CLOSE_TOO_BIG, f"frames are limited to {limit} bytes")
                 return
             try:
-                await self._on_frame(text, size)
+                async with self._handling:
+                    await self._on_frame(text, size)
             except Exception as exc:
                 # A bug of ours must not kill the socket or leave a response half-open.
                 await self._frame_failed(exc)
 
     async def _on_frame(self, text: str, size: int) -> None:
+        if self._deleted:
+            return  # the socket is closing: nothing more runs on the chat
         try:
             raw = await run_bounded(size, read_frame, text, self._limits)
         except RequestError as exc:
@@ -157,10 +165,9 @@ class LiveConnection:
         elif isinstance(frame, InterruptFrame):
             if self._turn is not None:
                 await self._turn.interrupt()
-        elif isinstance(frame, AudioChunkFrame):
-            await self._on_audio(frame)
-        elif isinstance(frame, AudioControlFrame):
-            await self._on_audio_control(frame)
+        elif isinstance(frame, AudioChunkFrame | AudioControlFrame):
+            if await self._run_usable():
+                frame.send_to(self._run.queue)  # the microphone's audio, or its start / end
         elif isinstance(frame, ToolResultFrame):
             await self._on_tool_result(frame)
 
@@ -175,13 +182,13 @@ class LiveConnection:
             text = f"the server could not handle that frame (ref {reference})"
         await self._control_error(text)
 
-    async def _shut_down(self, stop: StopSubscription) -> None:
+    async def _shut_down(self) -> None:
         """Disconnect: nobody can answer any more. Nothing pending runs; nothing stays. With
         resumable streams the open response is written to its end first, for a new socket
-        (of this instance or another) to replay."""
+        (of this instance or another) to replay; a stop meanwhile still ends it."""
         try:
-            await stop.close()
             await self._finish_open_response()
+            await self._stop.close()
             left = await self._pending.waiting(self._chat)
             await self._pending.unwatch(self._chat, dict(DISCONNECTED_RESULT))
             await self._bridge.record_unanswered(self._chat, left)
@@ -193,25 +200,39 @@ class LiveConnection:
             logger.info("live disconnected user=%s chat=%s", *self._chat)
 
     async def _finish_open_response(self) -> None:
-        response = self._turn.response if self._turn is not None else None
-        if response is None or not self._settings.resumable_streams:
+        turn = self._turn
+        response = turn.response if turn is not None else None
+        if turn is None or response is None:
             return
-        logger.info("live socket left chat=%s: finishing its response", self.chat_id)
-        try:
-            await asyncio.wait_for(response.done.wait(), DETACHED_RESPONSE_SECONDS)
-        except TimeoutError:
-            logger.warning("live response did not end chat=%s; closing", self.chat_id)
-            if self._turn is not None:
-                await self._turn.interrupt()
+        if not self._deleted:  # (the chat's delete ends it at once)
+            if not self._settings.resumable_streams:
+                return  # the run's close ends it
+            logger.info("live socket left chat=%s: finishing its response", self.chat_id)
+            try:
+                await asyncio.wait_for(response.done.wait(), DETACHED_RESPONSE_SECONDS)
+                return
+            except TimeoutError:
+                logger.warning("live response did not end chat=%s; closing", self.chat_id)
+        await turn.interrupt()
 
-    async def _stop_when_asked(self, stopped: asyncio.Event) -> None:
-        """A stop of the chat (``DELETE``, from any instance) ends its open response."""
+    async def _stop_when_asked(self) -> None:
+        """A stop of the chat (``DELETE``, from any instance) ends its open response; the
+        chat's delete also closes the socket, so that its run ends and its lease is let go."""
+        stop = self._stop
         while True:
-            await stopped.wait()
-            stopped.clear()
-            logger.info("live stop requested chat=%s", self.chat_id)
+            await stop.stopped.wait()
+            stop.stopped.clear()
+            self._deleted = stop.deleted.is_set()
+            logger.info("live stop requested chat=%s deleted=%s", self.chat_id, self._deleted)
             if self._turn is not None:
-                await self._turn.interrupt()
+                await self._turn.interrupt()  # the open response ends, with its [DONE]
+            if self._deleted:
+                async with self._send_lock:
+                    with contextlib.suppress(RuntimeError, OSError, WebSocketDisconnect):  # gone
+                        await self._ws.close(CLOSE_CHAT_DELETED, DELETED_REASON)
+                async with self._handling:  # a frame begun before the stop ends first
+                    self._end()
+                return
 
     async def _close_when_lease_lost(self) -> None:
         await self._lease.lost.wait()
@@ -274,7 +295,7 @@ class LiveConnection:
         await turn.open_response(
             new_message_id(),
             sink,
-            await self._open_log(),
+            await self._bridge.open_response_log(self._chat, self._lease),
             on_end=self._release_slot,
             records=await self._bridge.open_records("live", self._chat, request),
             page_state=request.state,
@@ -295,7 +316,7 @@ class LiveConnection:
         await turn.open_response(
             last.id,
             sink,
-            await self._open_log(),
+            await self._bridge.open_response_log(self._chat, self._lease),
             on_end=self._release_slot,
             continuation=True,
             denied=answers.denied,
@@ -312,28 +333,6 @@ class LiveConnection:
             pending=self._pending,
             spawn=lambda coro: self._bridge.spawn(coro, name=f"live-call:{self.chat_id}"),
         )
-
-    async def _open_log(self) -> ResponseLog:
-        return await self._bridge.open_response_log(self._chat, self._lease)
-
-    async def _on_audio(self, frame: AudioChunkFrame) -> None:
-        try:
-            data = base64.b64decode(frame.chunk, validate=True)
-        except (binascii.Error, ValueError):
-            await self._control_error("audio_chunk needs base64 PCM16 in `chunk`")
-            return
-        if not await self._run_usable():
-            return
-        rate = frame.sample_rate
-        self._run.queue.send_realtime(types.Blob(mime_type=f"audio/pcm;rate={rate}", data=data))
-
-    async def _on_audio_control(self, frame: AudioControlFrame) -> None:
-        if not await self._run_usable():
-            return
-        if frame.action == "start":
-            self._run.queue.send_activity_start()
-        else:
-            self._run.queue.send_activity_end()
 
     async def _on_tool_result(self, frame: ToolResultFrame) -> None:
         """The predecessor's envelope for a browser tool's output; a refusal is logged (INFO)

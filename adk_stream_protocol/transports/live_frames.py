@@ -8,10 +8,14 @@ names the problem; the socket answers it and stays usable.
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from google.adk.agents import LiveRequestQueue
+from google.genai import types
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
@@ -23,6 +27,8 @@ from adk_stream_protocol.protocol.ui_messages import ChatRequest, parse_chat_req
 # Close codes (4000-4999 are the application's own).
 CLOSE_BAD_REQUEST = 4400
 CLOSE_CHAT_BUSY = 4409
+CLOSE_CHAT_DELETED = 4410  # as HTTP 410 Gone: the chat was deleted (DELETE /chats/{chatId})
+DELETED_REASON = "this chat was deleted"
 CLOSE_TOO_BIG = 1009
 CLOSE_INTERNAL = 1011
 CLOSE_RESTART = 1012  # Service Restart: connect again, to another instance (docs/adr/0033)
@@ -54,10 +60,30 @@ class AudioChunkFrame(_Frame):
     # The rates a microphone and the live models use; anything else is a client bug.
     sample_rate: Annotated[int, Field(ge=8_000, le=48_000)] = 16_000
 
+    @field_validator("chunk")
+    @classmethod
+    def _base64(cls, chunk: str) -> str:
+        try:
+            base64.b64decode(chunk, validate=True)
+        except (binascii.Error, ValueError):
+            raise ValueError("not base64 (PCM16 audio)") from None
+        return chunk
+
+    def send_to(self, queue: LiveRequestQueue) -> None:
+        data = base64.b64decode(self.chunk)
+        queue.send_realtime(types.Blob(mime_type=f"audio/pcm;rate={self.sample_rate}", data=data))
+
 
 class AudioControlFrame(_Frame):
     type: Literal["audio_control"]
     action: Literal["start", "stop"]
+
+    def send_to(self, queue: LiveRequestQueue) -> None:
+        """The start or end of the user's speech."""
+        if self.action == "start":
+            queue.send_activity_start()
+        else:
+            queue.send_activity_end()
 
 
 class ToolResultFrame(_Frame):
@@ -103,7 +129,8 @@ def parse_frame(frame: dict[str, Any], limits: RequestLimits) -> LiveFrame:
 def invalid_frame(kind: str, exc: ValidationError) -> RequestError:
     """A frame of a known type that fails its model, with the fields at fault."""
     problems = "; ".join(
-        f"{'.'.join(str(p) for p in error['loc'][1:]) or 'frame'}: {error['msg']}"
+        f"{'.'.join(str(p) for p in error['loc'][1:]) or 'frame'}: "
+        f"{error['msg'].removeprefix('Value error, ')}"
         for error in exc.errors(include_url=False, include_input=False)
     )
     return RequestError(422, f"invalid {kind} frame: {problems}")

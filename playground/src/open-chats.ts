@@ -91,8 +91,9 @@ export class OpenChats {
     return held;
   }
 
-  /** Before a DELETE: stops the chat's answer and closes its socket (the server refuses to
-   * delete a chat while a `/live?chatId=` socket holds it). */
+  /** Before a DELETE: stops the page's copy of the chat and lets it go. The server would end
+   * the answer and close a `/live?chatId=` socket itself (4410), but the page's copy would be
+   * left showing a chat that is gone. */
   async close(chatId: string): Promise<void> {
     for (const [key, held] of [...this.#held]) {
       if (held.session.chat.id !== chatId) continue;

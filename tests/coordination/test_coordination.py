@@ -374,6 +374,18 @@ async def test_stop_reaches_the_chats_subscribers_only(stops: StopSignals) -> No
 
 
 @pytest.mark.asyncio
+async def test_a_deleting_stop_says_so_and_a_plain_stop_does_not(stops: StopSignals) -> None:
+    """A chat's delete is a stop that also tells its holders to let the chat go."""
+    subscription = await stops.subscribe(CHAT)
+    await stops.stop(CHAT)
+    assert subscription.stopped.is_set() and not subscription.deleted.is_set()
+    subscription.stopped.clear()
+    await stops.stop(CHAT, deleted=True)
+    assert subscription.stopped.is_set() and subscription.deleted.is_set()
+    await subscription.close()
+
+
+@pytest.mark.asyncio
 async def test_closed_subscription_hears_no_stop(stops: StopSignals) -> None:
     closed = await stops.subscribe(CHAT)
     kept = await stops.subscribe(CHAT)

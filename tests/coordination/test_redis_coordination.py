@@ -235,6 +235,12 @@ async def test_a_stop_reaches_the_chats_subscribers_in_every_process(connect: Co
     await within(BOUND, marker.stopped.wait())
     assert not closed.stopped.is_set()
     assert not other_chat.stopped.is_set()
+    assert not there.deleted.is_set()
+    there.stopped.clear()
+    await second.coordination.stops.stop(CHAT, deleted=True)  # the chat's delete
+    assert here.deleted.is_set()
+    await within(BOUND, there.stopped.wait())
+    assert there.deleted.is_set()  # set before ``stopped``
     for subscription in (there, other_chat, here, marker):
         await subscription.close()
 

@@ -75,8 +75,26 @@ async def test_a_stop_published_while_the_subscriber_reconnects_still_stops(
     reopen()
     await within(BOUND, subscription.stopped.wait())
     assert not other.stopped.is_set()
+    assert not subscription.deleted.is_set()  # a plain stop
     await subscription.close()
     await other.close()
+
+
+@pytest.mark.asyncio
+async def test_a_delete_published_while_the_subscriber_reconnects_still_deletes(
+    connect: Connect, store: redis.Redis
+) -> None:
+    """The stop key says that the stop was a delete: a /live socket closes on it too."""
+    running, stopping = await connect(), await connect()
+    subscription = await running.coordination.stops.subscribe(CHAT)
+    reopen = await cut_off(store, running)
+    await stopping.coordination.stops.stop(CHAT, deleted=True)
+    await asyncio.sleep(0.2)
+    assert not subscription.stopped.is_set()  # nobody of that process listened
+    reopen()
+    await within(BOUND, subscription.stopped.wait())
+    assert subscription.deleted.is_set()
+    await subscription.close()
 
 
 @pytest.mark.asyncio

@@ -2,14 +2,12 @@
 identity taken from a test header. Until the turns record chats, the tests write the index
 themselves (``bridge.chats.record_messages``) and read it back through the routes; a delete is
 tried on a chat the real runner made through ``POST /stream``, and on a response still running
-(real uvicorn, the tests' slow tool). Two instances on PostgreSQL and Redis are in
-test_scale_out.py."""
+(real uvicorn, the tests' slow tool); one held by a /live socket in
+test_chat_live_deletes.py. Two instances on PostgreSQL and Redis are in test_scale_out.py."""
 
 from __future__ import annotations
 
 import asyncio
-import json
-import time
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -309,34 +307,6 @@ def test_an_active_response_is_shown_and_a_delete_stops_it_first(tmp_path: Path)
         assert not [c for c in chunks_of(rest) if c["type"] == "tool-output-available"]
         assert server.http.get("/chats", headers=ALICE).json()["chats"] == []
         assert server.http.get(f"/stream/{chat_id}/stream", headers=ALICE).status_code == 204
-
-
-def test_a_chat_held_by_a_live_socket_is_not_deleted_under_it(tmp_path: Path) -> None:
-    """A /live?chatId= socket holds its chat while it is open: the delete waits for the busy
-    timeout, then says why it could not; once the socket is closed, it goes through."""
-    with in_process_app(tmp_path, chat_busy_timeout_seconds=0.3) as app:
-        chat_id = new_chat("live")
-        socket = app.connect(f"/live?chatId={chat_id}")
-        try:
-            socket.send(json.dumps({"type": "ping", "timestamp": 1}))
-            assert json.loads(socket.recv(10))["type"] == "pong"
-            record(app, "local-user", chat_id, asked("over the socket"))
-            refused = app.http.delete(f"/chats/{chat_id}")
-            assert refused.status_code == 409
-            assert "a /live socket open on it" in refused.json()["detail"]
-            assert app.http.get(f"/chats/{chat_id}").status_code == 200  # nothing was removed
-        finally:
-            socket.close()
-        assert _deleted_within(app, chat_id, seconds=10)
-
-
-def _deleted_within(app: InProcessApp, chat_id: str, seconds: float) -> bool:
-    """The socket's end lets the chat go a moment after its close: retry until then."""
-    deadline = time.monotonic() + seconds
-    while (status := app.http.delete(f"/chats/{chat_id}").status_code) == 409:
-        if time.monotonic() > deadline:
-            return False
-    return status == 204
 
 
 async def _record(

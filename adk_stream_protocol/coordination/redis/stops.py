@@ -1,9 +1,11 @@
-"""Stops in Redis (``DELETE /stream/{chatId}/stream``, from any instance).
+"""Stops in Redis (``DELETE /stream/{chatId}/stream`` and ``DELETE /chats/{chatId}``, from
+any instance).
 
-A stop is a signal on the chat's channel: every process sets its subscriptions' ``stopped``.
-It also leaves its id in the chat's stop key for a minute, which a subscription reads again
-when this process's pub/sub connection came back: a stop published while it was down is not
-lost (docs/adr/0034).
+A stop is a signal on the chat's channel: every process sets its subscriptions' ``stopped``
+(and first ``deleted``, for a stop that deletes the chat). It also leaves its id in the
+chat's stop key for a minute (prefixed for a delete), which a subscription reads again when
+this process's pub/sub connection came back: a stop published while it was down is not lost
+(docs/adr/0034).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ logger = logging.getLogger(__name__)
 # How long a stop's id stays in its chat's stop key: far longer than a pub/sub reconnect takes
 # once Redis answers again (docs/adr/0034).
 STOP_KEY_MS = 60_000
+# The prefix of a deleting stop's id in the stop key: a reconnect's check sees the delete too.
+DELETED = "deleted:"
 # A stop: its id in the chat's stop key, and the signal (the channel is an argument: no key).
 _STOP = """
 redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2])
@@ -38,6 +42,7 @@ class RedisStopSubscription:
 
     def __init__(self, signals: Signals, channel: str, client: Client, key: str) -> None:
         self.stopped = asyncio.Event()
+        self.deleted = asyncio.Event()
         self._signals = signals
         self._channel = channel
         self._client = client
@@ -55,7 +60,9 @@ class RedisStopSubscription:
         else:
             self._checkable = True
 
-    async def on_stop(self, _: dict[str, Any]) -> None:
+    async def on_stop(self, data: dict[str, Any]) -> None:
+        if data.get("deleted") is True:
+            self.deleted.set()  # first: whoever wakes on ``stopped`` sees it
         self.stopped.set()
 
     async def check(self) -> None:
@@ -65,7 +72,8 @@ class RedisStopSubscription:
         latest = await self._client.get(self._key)
         if latest is not None and latest != self._known:
             logger.info("a stop sent during a pub/sub reconnect: %s", self._key)
-            self.stopped.set()
+            text = latest.decode() if isinstance(latest, bytes) else latest
+            await self.on_stop({"deleted": text.startswith(DELETED)})
 
     async def close(self) -> None:
         self._signals.discard(self._channel, self.on_stop)
@@ -89,10 +97,12 @@ class RedisStopSignals:
         await subscription.start()
         return subscription
 
-    async def stop(self, chat: ChatKey) -> None:
+    async def stop(self, chat: ChatKey, *, deleted: bool = False) -> None:
         channel = self._keys.signal("stop", chat)
-        await self._signals.deliver(channel, {})
+        data = {"deleted": True} if deleted else {}
+        await self._signals.deliver(channel, data)
+        stop_id = (DELETED if deleted else "") + uuid.uuid4().hex
         await self._stop(
             keys=[self._keys.stop(chat)],
-            args=[uuid.uuid4().hex, STOP_KEY_MS, channel, self._signals.message({})],
+            args=[stop_id, STOP_KEY_MS, channel, self._signals.message(data)],
         )
