@@ -8,15 +8,12 @@ it. The handshake is in ``live.py``.
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import json
 import logging
 from typing import Any
 
 from fastapi import WebSocket, WebSocketDisconnect
 from google.adk.events import Event
-from google.genai import types
 
 from adk_stream_protocol.coordination.base import (
     ChatKey,
@@ -29,7 +26,7 @@ from adk_stream_protocol.foundation.errors import RequestError, log_error, new_e
 from adk_stream_protocol.foundation.limits import RequestLimits, run_bounded
 from adk_stream_protocol.protocol.chunks import ErrorChunk
 from adk_stream_protocol.protocol.sse import DONE, format_event
-from adk_stream_protocol.protocol.tool_calls import ABANDONED_RESULT, DISCONNECTED_RESULT
+from adk_stream_protocol.protocol.tool_calls import ABANDONED_RESULT
 from adk_stream_protocol.protocol.ui_messages import ChatRequest
 from adk_stream_protocol.transports.chat_socket_frames import CLIENT_FRAME_TYPES
 from adk_stream_protocol.transports.live_frames import (
@@ -48,6 +45,7 @@ from adk_stream_protocol.transports.live_frames import (
 )
 from adk_stream_protocol.transports.live_restarts import AnswerSink, LiveRestart
 from adk_stream_protocol.turns.bridge import Bridge
+from adk_stream_protocol.turns.live_handoffs import StoredPause
 from adk_stream_protocol.turns.live_rewinds import plan_live_message, rewind_live_chat
 from adk_stream_protocol.turns.live_runs import LiveRun
 from adk_stream_protocol.turns.live_turns import LiveTurn
@@ -84,6 +82,8 @@ class LiveConnection:
             bridge, user_id, chat_id, on_event=self._on_event, on_failure=self._on_run_failure
         )
         self._turn: LiveTurn | None = None
+        # Confirmations waiting in the session (a socket left them): answered by run_async.
+        self._stored = StoredPause(bridge, self._chat, lease)
         # The last user message: the same message sent again is refused, not answered twice.
         self._last_user_message_id: str | None = None
         self._restart = restart  # what a rolling restart sees: busy while answering
@@ -106,7 +106,8 @@ class LiveConnection:
             self._bridge.spawn(self._close_when_lease_lost(), name="live-lease"),
         ]
         try:
-            await self._run.start()
+            if await self._stored.starts_run():  # else once the stored ones are answered
+                await self._run.start()
             await self._receive_frames()
         finally:
             for watch in watches:
@@ -176,16 +177,14 @@ class LiveConnection:
         await self._control_error(text)
 
     async def _shut_down(self, stop: StopSubscription) -> None:
-        """Disconnect: nobody can answer any more. Nothing pending runs; nothing stays. With
+        """Disconnect: nobody here can answer any more. Approvals still waiting are handed
+        over to the session, for any instance to answer (ADR 0047); browser calls end. With
         resumable streams the open response is written to its end first, for a new socket
         (of this instance or another) to replay."""
         try:
             await stop.close()
             await self._finish_open_response()
-            left = await self._pending.waiting(self._chat)
-            await self._pending.unwatch(self._chat, dict(DISCONNECTED_RESULT))
-            await self._bridge.record_unanswered(self._chat, left)
-            await self._run.close()
+            await self._stored.leave(self._run)
         finally:  # even when the server cancels the handler
             self._release_slot()
             self._bridge.tool_starts.let_go(self._chat, self._lease)
@@ -221,6 +220,7 @@ class LiveConnection:
     # -- requests -----------------------------------------------------------------------------
 
     async def _on_message(self, frame: dict[str, Any], size: int) -> None:
+        await self._stored.settled()  # an answer's run, and the live run's start after it
         if self._turn is not None and self._turn.response is not None:
             await self._control_error("a response is still streaming; send after its [DONE]")
             return
@@ -232,7 +232,11 @@ class LiveConnection:
                 raise slots.busy_error()
             self._holds_slot = True
             request = await self._parse_request(frame, size)
-            if request.last_message.role == "assistant":
+            if request.last_message.role == "assistant" and self._stored.waiting:
+                await self._stored.answer(
+                    request, sink, on_end=self._release_slot, then=self._run.start
+                )
+            elif request.last_message.role == "assistant":
                 await self._continue(request, sink)  # the open turn's answers: served
             else:
                 self._bridge.drain.refuse_if_draining()  # no new turn while restarting
@@ -245,8 +249,8 @@ class LiveConnection:
             await self._restart.close_if_draining()  # connect again, to another instance
         finally:
             sink.end_unless_opened()  # refused: no response will end the answer
-            if self._turn is None or self._turn.response is None:  # refused, or already ended
-                self._release_slot()
+            if (self._turn is None or self._turn.response is None) and not self._stored.answering:
+                self._release_slot()  # refused, or already ended
 
     async def _parse_request(self, frame: dict[str, Any], size: int) -> ChatRequest:
         request = await run_bounded(size, parse_frame, frame, self._limits)
@@ -258,6 +262,7 @@ class LiveConnection:
     async def _new_turn(self, request: ChatRequest, sink: AnswerSink) -> None:
         last_sent = self._last_user_message_id
         message = await plan_live_message(self._bridge, self._chat, request, last_sent=last_sent)
+        await self._stored.abandon(request)  # as POST /stream abandons them
         failure = await self._run.use()
         # Calls still waiting are abandoned: approvals are cancelled (the tools do not run)
         # and browser calls get a clear result, so the model's history stays valid.
@@ -317,15 +322,10 @@ class LiveConnection:
         return await self._bridge.open_response_log(self._chat, self._lease)
 
     async def _on_audio(self, frame: AudioChunkFrame) -> None:
-        try:
-            data = base64.b64decode(frame.chunk, validate=True)
-        except (binascii.Error, ValueError):
+        if (blob := frame.blob()) is None:
             await self._control_error("audio_chunk needs base64 PCM16 in `chunk`")
-            return
-        if not await self._run_usable():
-            return
-        rate = frame.sample_rate
-        self._run.queue.send_realtime(types.Blob(mime_type=f"audio/pcm;rate={rate}", data=data))
+        elif await self._run_usable():
+            self._run.queue.send_realtime(blob)
 
     async def _on_audio_control(self, frame: AudioControlFrame) -> None:
         if not await self._run_usable():

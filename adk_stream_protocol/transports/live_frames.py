@@ -8,9 +8,12 @@ names the problem; the socket answers it and stays usable.
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, Literal, TypeAlias
 
+from google.genai import types
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic.alias_generators import to_camel
 from starlette.websockets import WebSocket, WebSocketDisconnect
@@ -53,6 +56,14 @@ class AudioChunkFrame(_Frame):
     chunk: str  # base64 PCM16 LE mono
     # The rates a microphone and the live models use; anything else is a client bug.
     sample_rate: Annotated[int, Field(ge=8_000, le=48_000)] = 16_000
+
+    def blob(self) -> types.Blob | None:
+        """The audio for the live model, or None when ``chunk`` is not base64."""
+        try:
+            data = base64.b64decode(self.chunk, validate=True)
+        except (binascii.Error, ValueError):
+            return None
+        return types.Blob(mime_type=f"audio/pcm;rate={self.sample_rate}", data=data)
 
 
 class AudioControlFrame(_Frame):

@@ -112,7 +112,7 @@ async def _begin(
         stop=stop,
         on_end=on_end,
         ai_sdk=ai_sdk,
-        decisions=_decisions(request) if plan.continuation else [],
+        decisions=approval_decisions(request) if plan.continuation else [],
         transport=transport,
         records=records,
         shared_state=shared_state,
@@ -144,7 +144,7 @@ async def _refuse_while_results_wait(bridge: Bridge, chat: ChatKey) -> None:
         raise RequestError(503, RESULTS_WAITING_MESSAGE, retry_after=RETRY_AFTER_SECONDS)
 
 
-def _decisions(request: ChatRequest) -> list[tuple[str, bool, str | None]]:
+def approval_decisions(request: ChatRequest) -> list[tuple[str, bool, str | None]]:
     """The approvals the continuation answers: parts the client marked responded."""
     return [
         (part.approval.id, part.approval.approved, part.approval.reason)
