@@ -184,16 +184,16 @@ ANSWERED = {
 
 
 @pytest.mark.parametrize("transport", ["live"])
-@pytest.mark.parametrize("answered_on", ["live", "stream"])
+@pytest.mark.parametrize("answered_on", TRANSPORTS)
 @pytest.mark.parametrize(("asking", "approved"), list(ANSWERED))
 def test_on_the_live_connection_an_approval_outlives_its_socket(
     bank: TableChat, ledger: Ledger, asking: str, approved: bool, answered_on: str
 ) -> None:
     """``/live?chatId=``: a socket that leaves while an approval waits hands it over to the
     chat's session in ADK's own shape (ADR 0047). The chat's record still shows it waiting,
-    and the answer, on a new socket or on ``POST /stream``, runs the tool exactly once when
-    approved, never when denied (an in-tool and a declared confirmation). The new socket then
-    goes on live with the answered history."""
+    and the answer, on a new socket, on ``POST /stream`` or on ai 7's socket, runs the tool
+    exactly once when approved, never when denied (an in-tool and a declared confirmation).
+    The socket then goes on live with the answered history."""
     asked = _asks(bank.send(asking))
     bank.reload()  # the socket leaves; the page comes back from GET /chats/{chatId}
     (part,) = [p for p in bank.messages[-1]["parts"] if p.get("toolCallId") == asked["toolCallId"]]
@@ -201,9 +201,11 @@ def test_on_the_live_connection_an_approval_outlives_its_socket(
     assert part["approval"]["id"] == asked["approvalId"]
     assert ledger.lines == []
 
-    answering = bank if answered_on == "live" else TableChat(bank.http, "stream", bank.chat_id)
+    answering = bank if answered_on == "live" else TableChat(bank.http, answered_on, bank.chat_id)
     answering.messages = bank.messages
     done = answering.approve(approved)
+    if answering is not bank:
+        answering.close()
     ran, text = ANSWERED[(asking, approved)]
     if approved:
         (output,) = done.of_type("tool-output-available")
