@@ -24,7 +24,7 @@ import httpx
 import pytest
 from google.adk.events import Event
 
-from adk_stream_protocol.testing import assistant_message as testing_assistant_message
+from adk_stream_protocol.testing import assistant_message as message_from_chunks
 from tests.ai7_socket import V7Socket
 from tests.real_client import (
     CLIENTS,
@@ -251,7 +251,7 @@ def test_a_live_approval_whose_socket_left_is_answered_on_the_other_instance(
     finally:
         socket.close()
     (request,) = [c for c in asked if c["type"] == "tool-approval-request"]
-    answered = answer_approvals(testing_assistant_message(asked), approved)
+    answered = answer_approvals(message_from_chunks(asked), approved)
     tool, acted = ACTED[asking]
 
     on_b = _live_socket(b, chat)  # once A has let the chat go
