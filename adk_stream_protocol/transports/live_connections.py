@@ -233,9 +233,7 @@ class LiveConnection:
             self._holds_slot = True
             request = await self._parse_request(frame, size)
             if request.last_message.role == "assistant" and self._stored.waiting:
-                await self._stored.answer(
-                    request, sink, on_end=self._release_slot, then=self._run.start
-                )
+                await self._stored.answer(request, sink, self._run, on_end=self._release_slot)
             elif request.last_message.role == "assistant":
                 await self._continue(request, sink)  # the open turn's answers: served
             else:

@@ -163,25 +163,24 @@ class StoredPause:
         await self._settled.wait()
 
     async def answer(
-        self,
-        request: ChatRequest,
-        sink: ChunkSink,
-        *,
-        on_end: Callable[[], None],
-        then: Callable[[], Awaitable[None]],
+        self, request: ChatRequest, sink: ChunkSink, run: LiveRun, *, on_end: Callable[[], None]
     ) -> None:
         """Answer through ``run_async``, as ``POST /stream`` does, under the socket's lease;
-        ``on_end`` when its run has ended, then ``then`` (the live run's start) unless the
-        chat waits again."""
+        ``on_end`` when its run has ended, then the socket's live run starts on the answered
+        history, unless the chat waits again."""
         lease = _LentLease(self._lease)
         plan, shared_state = await plan_request(self._bridge, self._chat[0], request, lease)
+        # A live run started meanwhile (by audio) holds the session as it was: it starts again.
+        await run.close()
         records = await self._bridge.open_records("live", self._chat, request)
         stop = await self._bridge.coordination.stops.subscribe(self._chat)
         self._settled.clear()
 
         def ended() -> None:
             on_end()
-            self._bridge.spawn(self._after_answer(then), name=f"live-answered:{self._chat[1]}")
+            self._bridge.spawn(
+                self._after_answer(run.reopen), name=f"live-answered:{self._chat[1]}"
+            )
 
         turn = RequestTurn(
             self._bridge,
