@@ -353,3 +353,8 @@ def counter_agent(ledger: Ledger, count_turns: bool = False) -> LlmAgent:
         before_agent_callback=add_turn if count_turns else None,
         after_agent_callback=check_state,
     )
+
+
+# The bank as a server process serves it (ADK_STREAM_AGENT=tests.sample_agents:served_bank):
+# what its tools did is read from the stored session there, not from this ledger.
+served_bank = bank_agent(Ledger())

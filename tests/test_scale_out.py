@@ -24,6 +24,7 @@ import httpx
 import pytest
 from google.adk.events import Event
 
+from adk_stream_protocol.testing import assistant_message as message_from_chunks
 from tests.ai7_socket import V7Socket
 from tests.real_client import (
     CLIENTS,
@@ -203,6 +204,104 @@ def test_an_in_tool_confirmation_answered_on_the_other_instance_runs_once(
     finally:
         on_a.close()
         on_b.close()
+
+
+@pytest.fixture(scope="module")
+def bank_pair(
+    env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[LiveServer, LiveServer]]:
+    """Instances A and B serving the bank (tests/sample_agents.py), whose live model asks."""
+    bank = {
+        **env,
+        "ADK_STREAM_AGENT": "tests.sample_agents:served_bank",
+        "ADK_STREAM_REDIS_KEY_PREFIX": env["ADK_STREAM_REDIS_KEY_PREFIX"] + ".bank",
+    }
+    with (
+        run_server(tmp_path_factory.mktemp("bank-a"), bank) as a,
+        run_server(tmp_path_factory.mktemp("bank-b"), bank) as b,
+    ):
+        yield a, b
+
+
+# What the bank's tools store when their body acts: the loan opened, the money sent.
+ACTED = {"I need a loan": ("request_loan", "opened"), "send 50 to Ana": ("transfer_money", "sent")}
+
+
+@pytest.mark.parametrize("approved", [True, False])
+@pytest.mark.parametrize("answered_on", ["stream", "live"])
+@pytest.mark.parametrize("asking", list(ACTED))
+def test_a_live_approval_whose_socket_left_is_answered_on_the_other_instance(
+    bank_pair: tuple[LiveServer, LiveServer],
+    postgres_url: str,
+    asking: str,
+    answered_on: str,
+    approved: bool,
+) -> None:
+    """Asked on A's ``/live?chatId=`` socket, which leaves: the approval is handed over to the
+    chat's session (ADR 0047), B's record shows it waiting, and B answers it, by ``POST
+    /stream`` or by a ``/live?chatId=`` socket: the tool acts once when approved, never when
+    denied (an in-tool and a declared confirmation). B's socket then goes on live."""
+    a, b = bank_pair
+    chat = new_chat(f"live-handoff-{answered_on}")
+    ask = user_message(asking, "u1")
+    socket = a.connect(f"/live?chatId={chat}")
+    try:
+        socket.send(json.dumps({"type": "message", **chat_body(chat, ask)}))
+        asked = _frames_until_done(socket)
+    finally:
+        socket.close()
+    (request,) = [c for c in asked if c["type"] == "tool-approval-request"]
+    answered = answer_approvals(message_from_chunks(asked), approved)
+    tool, acted = ACTED[asking]
+
+    on_b = _live_socket(b, chat)  # once A has let the chat go
+    record = b.http.get(f"/chats/{chat}").json()["messages"][-1]
+    (part,) = [p for p in record["parts"] if p.get("toolCallId") == request["toolCallId"]]
+    assert part["state"] == "approval-requested", part
+    try:
+        body = chat_body(chat, ask, answered, messageId=answered["id"])
+        if answered_on == "stream":
+            on_b.close()
+            on_b = None
+            done = post_stream(b, body).chunks
+        else:
+            on_b.send(json.dumps({"type": "message", **body}))
+            done = _frames_until_done(on_b)
+        outputs = [c for c in done if c["type"] in ("tool-output-available", "tool-output-denied")]
+        assert [c["toolCallId"] for c in outputs] == [request["toolCallId"]], done
+        events = stored_events(postgres_url, chat)
+        assert _acted(events, tool, acted) == (1 if approved else 0)
+        if on_b is not None:  # the socket goes on live, on the answered history
+            _send_message(on_b, chat, "what is my balance", "u2")
+            balance = _frames_until_done(on_b)
+            assert "".join(c.get("delta", "") for c in balance) == "You have 1200."
+    finally:
+        if on_b is not None:
+            on_b.close()
+    assert _acted(stored_events(postgres_url, chat), tool, acted) == (1 if approved else 0)
+
+
+def _acted(events: list[Event], tool_name: str, status: str) -> int:
+    return sum(
+        1
+        for event in events
+        for fr in event.get_function_responses()
+        if fr.name == tool_name and (fr.response or {}).get("status") == status
+    )
+
+
+def _live_socket(server: LiveServer, chat: str) -> Any:
+    """A ``/live?chatId=`` socket on the chat, once the instance that held it let it go."""
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        socket = server.connect(f"/live?chatId={chat}")
+        try:
+            socket.send(json.dumps({"type": "ping", "timestamp": 1}))
+            assert json.loads(socket.recv(TIMEOUT))["type"] == "pong"
+            return socket
+        except SocketClosed as closed:
+            socket.close()
+            assert closed.code == 4409 and time.monotonic() < deadline, closed
 
 
 def test_first_messages_on_one_chat_at_once_never_fail(

@@ -22,7 +22,6 @@ import pytest
 
 from adk_stream_protocol.protocol.message_fold import MessageFold
 from adk_stream_protocol.protocol.tool_calls import (
-    APPROVAL_CANCELLED_RESULT,
     DISCONNECTED_RESULT,
 )
 from tests.real_client import (
@@ -164,10 +163,10 @@ def assert_read_back(job: dict[str, Any], report: dict[str, Any]) -> None:
 
 
 def ended_as_the_socket_left(messages: list[dict[str, Any]], ai_sdk: int) -> list[dict[str, Any]]:
-    """On our envelope the calls still waiting when the job's socket closes end with it
-    (ADR 0013): an approval is cancelled, a browser call gets "the user left". The chat read
-    back shows each ended as a page would have read its ``tool-output-error``, with the text
-    the model got (ADR 0042, 0046)."""
+    """On our envelope the browser calls still waiting when the job's socket closes end with
+    it: they get "the user left". The chat read back shows each ended as a page would have
+    read its ``tool-output-error``, with the text the model got (ADR 0042, 0046). An approval
+    is handed over to the session and still waits (ADR 0047)."""
     if not messages or messages[-1]["role"] != "assistant":
         return messages
     ended = {
@@ -187,10 +186,7 @@ def ended_as_the_socket_left(messages: list[dict[str, Any]], ai_sdk: int) -> lis
 
 
 # What a part waiting for the page ends with when its socket leaves.
-ENDED_WITH_THE_SOCKET = {
-    "approval-requested": APPROVAL_CANCELLED_RESULT["error"],
-    "input-available": DISCONNECTED_RESULT["error"],
-}
+ENDED_WITH_THE_SOCKET = {"input-available": DISCONNECTED_RESULT["error"]}
 
 
 # -- the expectation language ----------------------------------------------------------------

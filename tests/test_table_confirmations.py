@@ -7,8 +7,6 @@ each tool body did, and how often."""
 
 from __future__ import annotations
 
-import json
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -16,13 +14,11 @@ import pytest
 from google.adk.agents import LlmAgent
 from google.adk.apps import App
 
-from adk_stream_protocol.protocol.tool_calls import APPROVAL_CANCELLED_RESULT
+from adk_stream_protocol.foundation.identity import LOCAL_USER
 from adk_stream_protocol.testing import (
     AgentClient,
-    answer_approvals,
     serve_agent,
     settings_for_tests,
-    sse_payloads,
 )
 from tests.sample_agents import (
     LOAN_HINT,
@@ -31,7 +27,6 @@ from tests.sample_agents import (
     bank_agent,
     resumable_bank_app,
 )
-from tests.support import InProcessSocket, SocketClosed
 from tests.table_chat import TRANSPORTS, TableChat
 
 # A wait a test would notice (a call waiting for the page by mistake ends here).
@@ -173,54 +168,74 @@ def test_an_in_tool_confirmations_hint_and_payload_reach_the_page(bank: TableCha
 
 
 # -- an answer on another instance ----------------------------------------------------------
-# POST /stream and ai 7's socket: tests/test_scale_out.py, asked on one uvicorn instance and
-# answered on the other (`test_an_in_tool_confirmation_answered_on_the_other_instance_runs_once`).
+# Across two real uvicorn instances on PostgreSQL + Redis: tests/test_scale_out.py, asked on
+# one and answered on the other (`test_an_in_tool_confirmation_answered_on_the_other_
+# instance_runs_once`, `test_a_live_approval_whose_socket_left_is_answered_on_the_other_
+# instance`).
 
-
-def _answer_on_a_new_socket(bank: TableChat, message: dict[str, Any]) -> list[dict[str, Any]]:
-    """The continuation sent on a socket opened after the asking one left: the chunks."""
-    url = f"ws://localhost/live?chatId={bank.chat_id}"
-    deadline = time.monotonic() + TIMEOUT_SECONDS
-    while True:  # the left socket lets the chat go once its run has ended
-        socket = InProcessSocket(bank.http, url, {})
-        socket.send(json.dumps({"type": "ping", "timestamp": 1}))
-        try:
-            assert json.loads(socket.recv(TIMEOUT_SECONDS))["type"] == "pong"
-            break
-        except SocketClosed as closed:
-            socket.close()
-            assert closed.code == 4409 and time.monotonic() < deadline, closed
-    try:
-        body = {"id": bank.chat_id, "messages": [*bank.messages[:-1], message]}
-        socket.send(json.dumps({"type": "message", "messageId": message["id"], **body}))
-        payloads: list[str] = []
-        while payloads[-1:] != ["[DONE]"]:
-            payloads += sse_payloads(socket.recv(TIMEOUT_SECONDS))
-    finally:
-        socket.close()
-    return [json.loads(p) for p in payloads[:-1]]
+# What each answer makes the tool's body do: ADK runs an in-tool confirmation's tool again
+# with a refusal too (it answers for itself); a declared one never runs when denied.
+ANSWERED = {
+    ("I need a loan", True): (["loan 5000 12"], "Done with the loan."),
+    ("I need a loan", False): (["loan refused"], "Done with the loan."),
+    ("send 50 to Ana", True): (["transfer 50 Ana"], "Done with the transfer."),
+    ("send 50 to Ana", False): ([], "Done with the transfer."),
+}
 
 
 @pytest.mark.parametrize("transport", ["live"])
-@pytest.mark.parametrize("asking", ["I need a loan", "send 50 to Ana"])
-def test_on_the_live_connection_an_answer_after_the_socket_left_is_refused(
-    bank: TableChat, ledger: Ledger, asking: str
+@pytest.mark.parametrize("answered_on", TRANSPORTS)
+@pytest.mark.parametrize(("asking", "approved"), list(ANSWERED))
+def test_on_the_live_connection_an_approval_outlives_its_socket(
+    bank: TableChat, ledger: Ledger, asking: str, approved: bool, answered_on: str
 ) -> None:
-    """``/live?chatId=``: the socket that asked holds the chat on its instance, so the answer
-    comes back on it. A socket that leaves ends the call's wait (cancelled; the tool
-    does not run, ADR 0013), so an answer sent later, on this instance or any other, finds
-    nothing waiting: it is refused and the tool never runs, and the chat's record shows the
-    call ended. Both an in-tool and a declared confirmation."""
-    _asks(bank.send(asking))
-    waiting = bank.messages[-1]
-    bank.close()
-    chunks = _answer_on_a_new_socket(bank, answer_approvals(json.loads(json.dumps(waiting)), True))
-    assert [c["type"] for c in chunks] == ["error"], chunks
-    assert "no approval pending" in chunks[0]["errorText"]
+    """``/live?chatId=``: a socket that leaves while an approval waits hands it over to the
+    chat's session in ADK's own shape (ADR 0047). The chat's record still shows it waiting,
+    and the answer, on a new socket, on ``POST /stream`` or on ai 7's socket, runs the tool
+    exactly once when approved, never when denied (an in-tool and a declared confirmation).
+    The socket then goes on live with the answered history."""
+    asked = _asks(bank.send(asking))
+    bank.reload()  # the socket leaves; the page comes back from GET /chats/{chatId}
+    (part,) = [p for p in bank.messages[-1]["parts"] if p.get("toolCallId") == asked["toolCallId"]]
+    assert part["state"] == "approval-requested", part
+    assert part["approval"]["id"] == asked["approvalId"]
     assert ledger.lines == []
-    # The chat's record says what became of the call, so a reloaded page offers no answer.
-    (asked,) = [p for p in waiting["parts"] if p.get("state") == "approval-requested"]
-    record = bank.http.get(f"/chats/{bank.chat_id}").json()["messages"][-1]
-    (part,) = [p for p in record["parts"] if p.get("toolCallId") == asked["toolCallId"]]
-    assert part["state"] == "output-error", part
-    assert part["errorText"] == APPROVAL_CANCELLED_RESULT["error"]  # what the model got
+
+    answering = bank if answered_on == "live" else TableChat(bank.http, answered_on, bank.chat_id)
+    answering.messages = bank.messages
+    done = answering.approve(approved)
+    if answering is not bank:
+        answering.close()
+    ran, text = ANSWERED[(asking, approved)]
+    if approved:
+        (output,) = done.of_type("tool-output-available")
+        assert output["toolCallId"] == asked["toolCallId"]
+    else:
+        assert [c["toolCallId"] for c in done.of_type("tool-output-denied")] == [
+            asked["toolCallId"]
+        ]
+    assert done.text == text
+    assert ledger.lines == ran
+    assert _results(bank, asked["toolCallId"]) == 1, "one result after the placeholder"
+
+    # The socket that answered goes on live, on the answered history.
+    balance = bank.send("what is my balance")
+    assert balance.text == "You have 1200."
+    assert ledger.lines == ran
+
+
+def _results(bank: TableChat, call_id: str) -> int:
+    """The stored results of a call that are not ADK's "needs confirmation" placeholder."""
+    bridge = bank.http.app.state.bridge  # type: ignore[attr-defined]
+    assert bank.http.portal is not None
+
+    async def stored() -> int:
+        session = await bridge.sessions.open(LOCAL_USER, bank.chat_id)
+        return sum(
+            1
+            for event in session.events
+            for response in event.get_function_responses()
+            if response.id == call_id and call_id not in event.actions.requested_tool_confirmations
+        )
+
+    return bank.http.portal.call(stored)

@@ -10,11 +10,16 @@ answer, as ADK's resume does on ``/stream``; and a long-running call whose funct
 nothing is the browser's (ADK's rule: nothing now, the answer comes later): it waits there for
 the browser's result, which it returns as its own, so ADK stores it and sends it to the model.
 A long-running function that returns a value has answered: that value is the call's result.
+
+A socket that leaves while an approval waits hands it over (``handing_off``, ADR 0047): the
+wait ends without an answer and the call ends as ``run_async`` pauses it, with ADK's "needs
+confirmation" placeholder and the request in its actions, so that any instance can answer it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from google.adk.events import Event, EventActions
@@ -62,6 +67,18 @@ class LiveApprovalPlugin(BasePlugin):
         # its own (docs/adr/0044).
         self._page_states = page_states or PageStates()
         self._append = append
+        # Chats whose socket is leaving: their approvals are handed over, not cancelled.
+        self._leaving: set[ChatKey] = set()
+
+    @contextmanager
+    def handing_off(self, chat: ChatKey) -> Iterator[None]:
+        """While the chat's socket ends its waits: an approval left unanswered pauses its
+        call in ADK's shape instead of cancelling it (docs/adr/0047)."""
+        self._leaving.add(chat)
+        try:
+            yield
+        finally:
+            self._leaving.discard(chat)
 
     async def before_tool_callback(
         self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext
@@ -71,6 +88,8 @@ class LiveApprovalPlugin(BasePlugin):
         if not await _requires_approval(tool, tool_args, tool_context):
             return None
         outcome = (await self._ask(tool, tool_context)).outcome
+        if outcome == "cancelled" and _chat(tool_context) in self._leaving:
+            return None  # the tool's own gate pauses the call, as under run_async
         if outcome == "denied":
             return dict(REJECTED_RESULT)
         if outcome != "approved":
@@ -93,6 +112,9 @@ class LiveApprovalPlugin(BasePlugin):
         # Taken out of the call's actions: the answer, not a placeholder, is the call's result.
         while (request := asked.pop(call_id, None)) is not None:
             verdict = await self._ask(tool, tool_context, request)
+            if verdict.outcome == "cancelled" and _chat(tool_context) in self._leaving:
+                asked[call_id] = request  # paused as run_async pauses it: the request stays
+                break
             if verdict.outcome not in ("approved", "denied"):
                 return dict(_UNANSWERED[verdict.outcome])
             # As /stream answers ADK: the decision, and the payload the user edited, else the
@@ -115,8 +137,10 @@ class LiveApprovalPlugin(BasePlugin):
         call_id = tool_context.function_call_id or ""
         hint, payload = (asked.hint, asked.payload) if asked is not None else (None, None)
         call = WaitingCall(call_id, tool.name, hint=hint, payload=payload)
-        verdict = await self._pending.ask_confirmation(_chat(tool_context), call, self._timeout)
-        self._on_outcome(verdict.outcome)
+        chat = _chat(tool_context)
+        verdict = await self._pending.ask_confirmation(chat, call, self._timeout)
+        if not (verdict.outcome == "cancelled" and chat in self._leaving):
+            self._on_outcome(verdict.outcome)  # a handed-off approval has no outcome yet
         await self._store_page_state(tool_context)
         return verdict
 

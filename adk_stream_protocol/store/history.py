@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 from google.adk.events import Event
 
+from adk_stream_protocol.protocol.tool_calls import CONFIRMATION_TOOL
+
 # Keys stamped on every event of a run (RunConfig.custom_metadata), linking ADK invocations
 # to the client's message ids and responses.
 USER_MESSAGE_ID_KEY = "ui_user_message_id"
@@ -59,11 +61,19 @@ def live_events(events: Sequence[Event]) -> list[Event]:
 
 def ends_on_users_side(events: Sequence[Event]) -> bool:
     """Whether the history's last content is the user's (a message, or results of the model's
-    calls): a live model given this history answers it as it connects."""
+    calls): a live model given this history answers it as it connects. ADK leaves a
+    confirmation request out of the model's contents, so it does not count (ADR 0047)."""
     for event in reversed(live_events(events)):
         if event.content is not None and event.content.parts and not event.partial:
+            if _asks_confirmation(event):
+                continue
             return event.content.role == "user"
     return False
+
+
+def _asks_confirmation(event: Event) -> bool:
+    calls = event.get_function_calls()
+    return bool(calls) and all(c.name == CONFIRMATION_TOOL for c in calls)
 
 
 def is_user_turn(event: Event) -> bool:

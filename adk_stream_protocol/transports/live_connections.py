@@ -26,7 +26,7 @@ from adk_stream_protocol.foundation.errors import RequestError, log_error, new_e
 from adk_stream_protocol.foundation.limits import RequestLimits, run_bounded
 from adk_stream_protocol.protocol.chunks import ErrorChunk
 from adk_stream_protocol.protocol.sse import DONE, format_event
-from adk_stream_protocol.protocol.tool_calls import ABANDONED_RESULT, DISCONNECTED_RESULT
+from adk_stream_protocol.protocol.tool_calls import ABANDONED_RESULT
 from adk_stream_protocol.protocol.ui_messages import ChatRequest
 from adk_stream_protocol.transports.chat_socket_frames import CLIENT_FRAME_TYPES
 from adk_stream_protocol.transports.live_frames import (
@@ -47,6 +47,7 @@ from adk_stream_protocol.transports.live_frames import (
 )
 from adk_stream_protocol.transports.live_restarts import AnswerSink, LiveRestart
 from adk_stream_protocol.turns.bridge import Bridge
+from adk_stream_protocol.turns.live_handoffs import StoredPause
 from adk_stream_protocol.turns.live_rewinds import plan_live_message, rewind_live_chat
 from adk_stream_protocol.turns.live_runs import LiveRun
 from adk_stream_protocol.turns.live_turns import LiveTurn
@@ -82,6 +83,8 @@ class LiveConnection:
         self._stop = stop
         self._run = LiveRun(bridge, *chat, on_event=self._on_event, on_failure=self._on_run_failure)
         self._turn: LiveTurn | None = None
+        # Confirmations waiting in the session (a socket left them): answered by run_async.
+        self._stored = StoredPause(bridge, self._chat, lease)
         # The last user message: the same message sent again is refused, not answered twice.
         self._last_user_message_id: str | None = None
         self._restart = restart  # what a rolling restart sees: busy while answering
@@ -104,7 +107,8 @@ class LiveConnection:
         stops = self._bridge.spawn(self._stop_when_asked(), name="live-stop")
         lease = self._bridge.spawn(self._close_when_lease_lost(), name="live-lease")
         try:
-            await self._run.start()
+            if await self._stored.starts_run():  # else once the stored ones are answered
+                await self._run.start()
             await self._receive_frames()
         finally:
             lease.cancel()
@@ -183,16 +187,14 @@ class LiveConnection:
         await self._control_error(text)
 
     async def _shut_down(self) -> None:
-        """Disconnect: nobody can answer any more. Nothing pending runs; nothing stays. With
+        """Disconnect: nobody here can answer any more. Approvals still waiting are handed
+        over to the session, for any instance to answer (ADR 0047); browser calls end. With
         resumable streams the open response is written to its end first, for a new socket
         (of this instance or another) to replay; a stop meanwhile still ends it."""
         try:
             await self._finish_open_response()
             await self._stop.close()
-            left = await self._pending.waiting(self._chat)
-            await self._pending.unwatch(self._chat, dict(DISCONNECTED_RESULT))
-            await self._bridge.record_unanswered(self._chat, left)
-            await self._run.close()
+            await self._stored.leave(self._run, hand_over=not self._deleted)
         finally:  # even when the server cancels the handler
             self._release_slot()
             self._bridge.tool_starts.let_go(self._chat, self._lease)
@@ -242,6 +244,7 @@ class LiveConnection:
     # -- requests -----------------------------------------------------------------------------
 
     async def _on_message(self, frame: dict[str, Any], size: int) -> None:
+        await self._stored.settled()  # an answer's run, and the live run's start after it
         if self._turn is not None and self._turn.response is not None:
             await self._control_error("a response is still streaming; send after its [DONE]")
             return
@@ -253,7 +256,9 @@ class LiveConnection:
                 raise slots.busy_error()
             self._holds_slot = True
             request = await self._parse_request(frame, size)
-            if request.last_message.role == "assistant":
+            if request.last_message.role == "assistant" and self._stored.waiting:
+                await self._stored.answer(request, sink, self._run, on_end=self._release_slot)
+            elif request.last_message.role == "assistant":
                 await self._continue(request, sink)  # the open turn's answers: served
             else:
                 self._bridge.drain.refuse_if_draining()  # no new turn while restarting
@@ -266,8 +271,8 @@ class LiveConnection:
             await self._restart.close_if_draining()  # connect again, to another instance
         finally:
             sink.end_unless_opened()  # refused: no response will end the answer
-            if self._turn is None or self._turn.response is None:  # refused, or already ended
-                self._release_slot()
+            if (self._turn is None or self._turn.response is None) and not self._stored.answering:
+                self._release_slot()  # refused, or already ended
 
     async def _parse_request(self, frame: dict[str, Any], size: int) -> ChatRequest:
         request = await run_bounded(size, parse_frame, frame, self._limits)
@@ -279,6 +284,7 @@ class LiveConnection:
     async def _new_turn(self, request: ChatRequest, sink: AnswerSink) -> None:
         last_sent = self._last_user_message_id
         message = await plan_live_message(self._bridge, self._chat, request, last_sent=last_sent)
+        await self._stored.abandon(request)  # as POST /stream abandons them
         failure = await self._run.use()
         # Calls still waiting are abandoned: approvals are cancelled (the tools do not run)
         # and browser calls get a clear result, so the model's history stays valid.
@@ -335,17 +341,13 @@ class LiveConnection:
         )
 
     async def _on_tool_result(self, frame: ToolResultFrame) -> None:
-        """The predecessor's envelope for a browser tool's output; a refusal is logged (INFO)
-        with its reason by ``_control_error``."""
-        call_id, result = frame.tool_call_id, frame.result
-        turn = self._turn
-        why = "no turn is open" if turn is None else turn.refusal_of_result(call_id)
-        if turn is None or why is not None:
+        """The predecessor's envelope for a browser tool's output; a refusal says why."""
+        turn, call_id = self._turn, frame.tool_call_id
+        why = "no turn is open" if turn is None else await turn.take_result(call_id, frame.result)
+        if why is not None:
             await self._control_error(
                 f"tool_result for {call_id[:64]!r} answers no waiting browser call ({why})"
             )
-            return
-        await turn.deliver(call_id, result if isinstance(result, dict) else {"result": result})
 
     # -- the run ------------------------------------------------------------------------------
 

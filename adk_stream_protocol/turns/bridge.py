@@ -133,7 +133,7 @@ class Bridge:
         )
         # The page's changes sent with an answer on /live, stored by the gate (ADR 0044).
         self.page_states = PageStates()
-        gate = LiveApprovalPlugin(
+        gate = self.live_gate = LiveApprovalPlugin(
             coordination.pending,
             settings.approval_timeout_seconds,
             on_outcome=lambda outcome: self.telemetry.approval_outcome("live", outcome),

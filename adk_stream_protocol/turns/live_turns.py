@@ -333,14 +333,15 @@ class LiveTurn:
     def answered_calls(self) -> set[str]:
         return self.calls.answered | self._delivered
 
-    def refusal_of_result(self, call_id: str) -> str | None:
-        """Why a ``tool_result`` frame for ``call_id`` cannot be applied, or None."""
+    async def take_result(self, call_id: str, result: Any) -> str | None:
+        """A ``tool_result`` frame's output for ``call_id``, delivered; or why it cannot be."""
         if call_id in self._delivered:
             return "its result was given already"
         if call_id in self.calls.answered:
             return "the call has its result"
         if call_id not in self.calls.browser_calls:
             return "no browser call of this turn has that id"
+        await self.deliver(call_id, result if isinstance(result, dict) else {"result": result})
         return None
 
     async def deliver(self, call_id: str, result: dict[str, Any]) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Set
 from contextlib import aclosing
 
 from google.adk.events import Event
@@ -111,7 +111,9 @@ async def _begin(
         stop=stop,
         on_end=on_end,
         ai_sdk=ai_sdk,
-        decisions=_decisions(request, _run_by_page(bridge, plan)) if plan.continuation else [],
+        decisions=(
+            approval_decisions(request, _run_by_page(bridge, plan)) if plan.continuation else []
+        ),
         transport=transport,
         records=records,
         shared_state=shared_state,
@@ -150,7 +152,9 @@ def _run_by_page(bridge: Bridge, plan: TurnPlan) -> set[str]:
     return {call.call_id for call in plan.rearmed_calls}
 
 
-def _decisions(request: ChatRequest, unsent: set[str]) -> list[tuple[str, bool, str | None]]:
+def approval_decisions(
+    request: ChatRequest, unsent: Set[str] = frozenset()
+) -> list[tuple[str, bool, str | None]]:
     """The approvals the continuation answers: parts the client marked responded. Not those
     of ``unsent``: ai 7 applies a ``tool-approval-response`` to the part, which would undo
     the output the page adds meanwhile (docs/adr/0011)."""

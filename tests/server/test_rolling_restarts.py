@@ -173,6 +173,32 @@ def test_sigterm_lets_a_live_answer_finish_then_closes_its_socket(
     assert time.monotonic() - signalled < 10
 
 
+def test_a_restart_hands_a_live_approval_over_to_the_next_instance(tmp_path: Path) -> None:
+    """A ``/live?chatId=`` socket whose approval waits is closed with 1012 by the drain: it
+    hands the approval over to the chat's session (docs/adr/0047), so the instance started
+    next on the same store shows it waiting and runs the tool once with the answer."""
+    bank = {"ADK_STREAM_AGENT": "tests.sample_agents:served_bank"}
+    chat = new_chat("live-restart-approval")
+    ask = user_message("send 50 to Ana", "u1")
+    with run_server(tmp_path, bank, uvicorn_args=UVICORN) as first:
+        assert first.process is not None
+        with LiveSocket(first, chat) as socket:
+            asked = socket.message(ask)
+            (request,) = asked.of_type("tool-approval-request")
+            first.process.send_signal(signal.SIGTERM)
+            closed = closed_socket(socket)
+        assert closed.code == 1012, closed
+        first.process.wait(timeout=15)
+    with run_server(tmp_path, bank, uvicorn_args=UVICORN) as second:
+        record = second.http.get(f"/chats/{chat}").json()["messages"][-1]
+        (part,) = [p for p in record["parts"] if p.get("toolCallId") == request["toolCallId"]]
+        assert part["state"] == "approval-requested", part
+        answered = answer_approvals(assistant_message(asked), True)
+        done = post_stream(second, chat_body(chat, ask, answered, messageId=answered["id"]))
+        (output,) = done.of_type("tool-output-available")
+        assert output["output"] == {"status": "sent", "amount": 50, "to": "Ana"}
+
+
 def test_a_new_live_message_during_the_drain_is_refused_and_its_socket_closed(
     live_instance: LiveServer,
 ) -> None:
