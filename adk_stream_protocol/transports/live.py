@@ -44,6 +44,10 @@ from adk_stream_protocol.turns.bridge import Bridge, bridge_of
 
 logger = logging.getLogger(__name__)
 
+# How long a new socket waits for the chat's previous socket to finish leaving (its run
+# closed, its approvals handed over: ADR 0047) before it is refused as a second one (4409).
+LEAVING_SOCKET_SECONDS = 3.0
+
 router = APIRouter()
 
 
@@ -145,10 +149,16 @@ async def _after_active_response(
 ) -> ChatLease | None:
     """The chat is held. If it holds because a response is still being written (its socket
     left, and streams are resumable), replay that response when asked (``resume``), then wait
-    for the chat to come free. Held with no active response: another live socket has it."""
+    for the chat to come free. Held with no active response: another live socket has it, or
+    is leaving it; refused unless it lets go within ``LEAVING_SOCKET_SECONDS``."""
     events = await bridge.coordination.chunk_logs.follow(chat)
     if events is None:
-        return None
+        # Held by another socket, which may be leaving (a reloaded page's socket comes while
+        # the old one still hands its waits over): a moment for it, then the refusal.
+        try:
+            return await bridge.coordination.leases.acquire(chat, LEAVING_SOCKET_SECONDS)
+        except TimeoutError:
+            return None
     logger.info("live resume chat=%s replay=%s", chat[1], replay)
     async with aclosing(events):
         async for event in events:

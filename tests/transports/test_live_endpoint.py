@@ -416,3 +416,21 @@ def test_an_interrupt_as_the_response_ends_answers_after_its_done(socket: LiveSo
         }
         message_id = json.loads(frames[0].removeprefix("data: "))["messageId"]
         messages.append({"id": message_id, "role": "assistant", "parts": []})
+
+
+@BOTH
+def test_a_socket_that_comes_while_the_old_one_leaves_waits_for_it(target: Target) -> None:
+    """A page that reloads: its new socket arrives while the old one still ends its run and
+    hands its waiting approval over (ADR 0047). It gets the chat, not 4409."""
+    chat_id = new_chat()
+    for round_ in range(3):
+        old = LiveSocket(target, chat_id)
+        if round_ == 0:
+            LiveChat(old).say("Send 50 dollars to Hanako")  # an approval waits in its run
+        else:
+            old.send({"type": "ping", "timestamp": round_})
+            assert old.control() == {"type": "pong", "timestamp": round_}
+        old.close()
+        with LiveSocket(target, chat_id) as new:  # at once: no retry on 4409
+            new.send({"type": "ping", "timestamp": 10 + round_})
+            assert new.control() == {"type": "pong", "timestamp": 10 + round_}
