@@ -651,10 +651,16 @@ class LiveSocket:
     """A plain WebSocket client for /live: send frames, read one response until [DONE]."""
 
     def __init__(
-        self, target: Target, chat_id: str, headers: Mapping[str, str] | None = None
+        self,
+        target: Target,
+        chat_id: str,
+        headers: Mapping[str, str] | None = None,
+        *,
+        resume: bool = False,
     ) -> None:
         self.chat_id = chat_id
-        self.ws: WebSocketLike = target.connect(f"/live?chatId={chat_id}", headers)
+        query = "&resume=true" if resume else ""
+        self.ws: WebSocketLike = target.connect(f"/live?chatId={chat_id}{query}", headers)
         self.controls: list[dict[str, Any]] = []
 
     def send(self, frame: dict[str, Any]) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -126,6 +127,44 @@ def test_approved_payment_runs_once_and_continues_the_message(app: InProcessApp)
     assert outcome(second) == [("tool-output-available", request["toolCallId"])]
     assert "Sent 50 USD to Hanako" in second.text()
     assert chat.wallet() == 950
+
+
+class ActiveWhenStored:
+    """The app's chat index, noting for each write of a chat's messages whether the chat had
+    an active response then (what ``GET /chats/{chatId}`` would have said with them)."""
+
+    def __init__(self, target: InProcessApp) -> None:
+        self.bridge = target.app.state.bridge
+        self.index = self.bridge.chats
+        self.seen: list[tuple[str, bool]] = []  # (last message's role, active)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.index, name)
+
+    async def record_messages(
+        self, app: str, user: str, chat_id: str, messages: list[dict[str, Any]], **kw: Any
+    ) -> bool:
+        logs = self.bridge.coordination.chunk_logs
+        active = (user, chat_id) in await logs.with_active_response([(user, chat_id)])
+        self.seen.append((messages[-1]["role"], active))
+        return bool(await self.index.record_messages(app, user, chat_id, messages, **kw))
+
+
+def test_a_page_that_reads_the_answered_approval_finds_its_response_active(
+    tmp_path: Path,
+) -> None:
+    """The chat's messages as the request carried them (the approval answered) are stored
+    only once the response's log is open: a page that reloads and reads them also finds the
+    answer active, so it resumes that answer without holding the message twice (ADR 0045)."""
+    with in_process_app(tmp_path) as target:
+        spy = ActiveWhenStored(target)
+        spy.bridge.chats = spy
+        chat = Conversation(target)
+        chat.say("Send 50 dollars to Hanako")
+        chat.answer(answer_approvals(chat.assistant(), True))
+    # Stored as each response opens (the question, then the approval's answer) and as it
+    # ends: always with that response active.
+    assert spy.seen == [("user", True)] + [("assistant", True)] * 3
 
 
 def test_denied_payment_is_output_denied_and_never_runs(app: InProcessApp) -> None:

@@ -103,9 +103,9 @@ async def _serve_chat(
     the socket with it."""
     try:
         lease = await bridge.coordination.leases.try_acquire(chat)
-        followed = lease is None  # held: by a response still being written, or a socket
-        if lease is None:
-            lease = await _after_active_response(bridge, websocket, chat, replay=resume)
+        followed = False  # a response still being written was followed to its end
+        if lease is None:  # held: by a response still being written, or a socket
+            lease, followed = await _after_active_response(bridge, websocket, chat, replay=resume)
         if lease is not None and lease.unclean:
             await _fence(bridge, chat, lease)
     except Exception as exc:
@@ -146,30 +146,32 @@ async def _refuse_in_outage(
 
 async def _after_active_response(
     bridge: Bridge, websocket: WebSocket, chat: ChatKey, *, replay: bool
-) -> ChatLease | None:
+) -> tuple[ChatLease | None, bool]:
     """The chat is held. If it holds because a response is still being written (its socket
     left, and streams are resumable), replay that response when asked (``resume``), then wait
     for the chat to come free. Held with no active response: another live socket has it, or
-    is leaving it; refused unless it lets go within ``LEAVING_SOCKET_SECONDS``."""
+    is leaving it; refused unless it lets go within ``LEAVING_SOCKET_SECONDS``. Also says
+    whether a response was followed (when not, a resume is told ``no-active``)."""
     events = await bridge.coordination.chunk_logs.follow(chat)
     if events is None:
         # Held by another socket, which may be leaving (a reloaded page's socket comes while
         # the old one still hands its waits over): a moment for it, then the refusal.
         try:
-            return await bridge.coordination.leases.acquire(chat, LEAVING_SOCKET_SECONDS)
+            return await bridge.coordination.leases.acquire(chat, LEAVING_SOCKET_SECONDS), False
         except TimeoutError:
-            return None
+            return None, False
     logger.info("live resume chat=%s replay=%s", chat[1], replay)
     async with aclosing(events):
         async for event in events:
             if replay:
                 await websocket.send_text(event.decode())
     try:
-        return await bridge.coordination.leases.acquire(
+        lease = await bridge.coordination.leases.acquire(
             chat, bridge.settings.chat_busy_timeout_seconds
         )
     except TimeoutError:
-        return None
+        return None, True
+    return lease, True
 
 
 async def _fence(bridge: Bridge, chat: ChatKey, lease: ChatLease) -> None:

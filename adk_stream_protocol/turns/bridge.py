@@ -13,7 +13,7 @@ import asyncio
 import logging
 from collections.abc import Coroutine, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NamedTuple
 
 from google.adk.agents import BaseAgent
 from google.adk.agents.run_config import RunConfig, StreamingMode
@@ -30,6 +30,7 @@ from adk_stream_protocol.coordination.base import (
     ChatLease,
     Coordination,
     ResponseLog,
+    StopSubscription,
     WaitingCall,
 )
 from adk_stream_protocol.foundation.limits import ResponseSlots
@@ -70,6 +71,14 @@ AgentLike = BaseAgent | App
 _CLIENT_SIDE_VAD = types.RealtimeInputConfig(
     automatic_activity_detection=types.AutomaticActivityDetection(disabled=True)
 )
+
+
+class OpenedResponse(NamedTuple):
+    """A response's stop signal, chunk log and records (``Bridge.open_response``)."""
+
+    stop: StopSubscription
+    log: ResponseLog
+    records: ResponseRecords
 
 
 class Bridge:
@@ -222,6 +231,31 @@ class Bridge:
         return await open_records(
             chats, app, self.recorder, transport, chat, request, ai_sdk=ai_sdk
         )
+
+    async def open_response(
+        self,
+        transport: Transport,
+        chat: ChatKey,
+        lease: ChatLease,
+        request: ChatRequest | None,
+        *,
+        ai_sdk: AiSdkVersion | None = None,
+    ) -> OpenedResponse:
+        """What a response of ``run_async`` needs under the chat's lease: the chat's stop
+        signal, the response's chunk log, then its records. The log first: a reader of the
+        chat that finds the request's messages stored also finds the response active, so a
+        page that reloads then resumes it without holding its message twice (ADR 0045)."""
+        stop = await self.coordination.stops.subscribe(chat)
+        log: ResponseLog | None = None
+        try:
+            log = await self.open_response_log(chat, lease)
+            records = await self.open_records(transport, chat, request, ai_sdk=ai_sdk)
+        except BaseException:
+            if log is not None:
+                await log.close()
+            await stop.close()
+            raise
+        return OpenedResponse(stop, log, records)
 
     async def record_unanswered(self, chat: ChatKey, calls: Sequence[WaitingCall]) -> None:
         """Calls their socket left unanswered, ended so in the chat's record (ADR 0042)."""

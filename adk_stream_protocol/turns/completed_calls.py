@@ -182,8 +182,7 @@ async def _begin(
             if call.message_id is not None
             else [],
         )
-        records = await bridge.open_records("stream", chat, None)  # the stored messages
-        stop = await bridge.coordination.stops.subscribe(chat)
+        opened = await bridge.open_response("stream", chat, lease, None)  # stored messages
     except BaseException:
         await lease.release()
         raise
@@ -191,8 +190,6 @@ async def _begin(
         "call result delivered user=%s chat=%s call=%s: continuing its invocation", *chat, call_id
     )
     signal = BeginSignal()
-    turn = RequestTurn(
-        bridge, chat, plan, signal, lease=lease, stop=stop, on_end=on_end, records=records
-    )
+    turn = RequestTurn(bridge, chat, plan, signal, opened=opened, lease=lease, on_end=on_end)
     turn.begin()
     return signal, call

@@ -173,8 +173,7 @@ class StoredPause:
         plan, shared_state = await plan_request(self._bridge, self._chat[0], request, lease)
         # A live run started meanwhile (by audio) holds the session as it was: it starts again.
         await run.close()
-        records = await self._bridge.open_records("live", self._chat, request)
-        stop = await self._bridge.coordination.stops.subscribe(self._chat)
+        opened = await self._bridge.open_response("live", self._chat, lease, request)
         self._settled.clear()
 
         def ended() -> None:
@@ -188,12 +187,11 @@ class StoredPause:
             self._chat,
             plan,
             sink,
+            opened=opened,
             lease=lease,
-            stop=stop,
             on_end=ended,
             decisions=approval_decisions(request),
             transport="live",
-            records=records,
             shared_state=shared_state,
         )
         logger.info("live chat=%s: a stored confirmation answered through run_async", self._chat[1])

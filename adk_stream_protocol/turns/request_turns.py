@@ -25,7 +25,7 @@ from contextlib import aclosing
 
 from google.adk.events import Event
 
-from adk_stream_protocol.coordination.base import ChatKey, ChatLease, StopSubscription
+from adk_stream_protocol.coordination.base import ChatKey, ChatLease
 from adk_stream_protocol.foundation.errors import ABORTED_CODE, RequestError
 from adk_stream_protocol.foundation.outages import (
     REDIS,
@@ -46,8 +46,7 @@ from adk_stream_protocol.store.history import (
     USER_MESSAGE_ID_KEY,
 )
 from adk_stream_protocol.store.result_outbox import kept_in
-from adk_stream_protocol.turns.bridge import Bridge
-from adk_stream_protocol.turns.chat_records import ResponseRecords
+from adk_stream_protocol.turns.bridge import Bridge, OpenedResponse
 from adk_stream_protocol.turns.deferral import Deferral
 from adk_stream_protocol.turns.drain import END_WAIT_SECONDS, RESTART_TEXT, TOOL_WAIT_SECONDS
 from adk_stream_protocol.turns.planner import TurnPlan
@@ -97,8 +96,7 @@ async def _begin(
     lease = await take_chat(bridge, chat)
     try:
         plan, shared_state = await plan_request(bridge, user_id, request, lease)
-        records = await bridge.open_records(transport, chat, request, ai_sdk=ai_sdk)
-        stop = await bridge.coordination.stops.subscribe(chat)
+        opened = await bridge.open_response(transport, chat, lease, request, ai_sdk=ai_sdk)
     except BaseException:
         await lease.release()
         raise
@@ -107,15 +105,14 @@ async def _begin(
         chat,
         plan,
         sink,
+        opened=opened,
         lease=lease,
-        stop=stop,
         on_end=on_end,
         ai_sdk=ai_sdk,
         decisions=(
             approval_decisions(request, _run_by_page(bridge, plan)) if plan.continuation else []
         ),
         transport=transport,
-        records=records,
         shared_state=shared_state,
     )
     turn.begin()
@@ -178,17 +175,16 @@ class RequestTurn:
         plan: TurnPlan,
         sink: ChunkSink,
         *,
+        opened: OpenedResponse,
         lease: ChatLease,
-        stop: StopSubscription,
         on_end: Callable[[], None],
         ai_sdk: AiSdkVersion = 6,
         decisions: list[tuple[str, bool, str | None]] | None = None,
         transport: Transport = "stream",
-        records: ResponseRecords | None = None,
         shared_state: SharedState | None = None,
     ) -> None:
         self._bridge = bridge
-        self._records = records
+        self._records = opened.records
         self._shared_state = shared_state
         self._ai_sdk = ai_sdk
         self._decisions = decisions or []
@@ -196,7 +192,8 @@ class RequestTurn:
         self._plan = plan
         self._sink = sink
         self._lease = lease
-        self._stop = stop
+        self._log = opened.log
+        self._stop = opened.stop
         self._on_end = on_end
         self._observer = bridge.telemetry.response(
             chat[1], transport, ai_sdk=ai_sdk, continuation=plan.continuation
@@ -262,11 +259,10 @@ class RequestTurn:
         lease_watch = self._bridge.spawn(self._abort_when_lease_lost(), name="lease-watch")
         response: Response | None = None
         try:
-            log = await self._bridge.open_response_log(self._chat, self._lease)
             response = Response(
                 converter,
                 self._sink,
-                log,
+                self._log,
                 deferral=Deferral() if plan.defer else None,
                 observer=self._observer,
                 records=self._records,

@@ -39,18 +39,15 @@ async def begin_resumed_turn(
         return None
     try:
         plan = await _plan(bridge, chat)
-        records = await bridge.open_records("stream", chat, None) if plan is not None else None
-        stop = await bridge.coordination.stops.subscribe(chat) if plan is not None else None
+        if plan is None:
+            await lease.release()
+            return None
+        opened = await bridge.open_response("stream", chat, lease, None)
     except BaseException:
         await lease.release()
         raise
-    if plan is None or stop is None:
-        await lease.release()
-        return None
     logger.info("resume finishes a cut turn user=%s chat=%s", *chat)
-    turn = RequestTurn(
-        bridge, chat, plan, sink, lease=lease, stop=stop, on_end=on_end, records=records
-    )
+    turn = RequestTurn(bridge, chat, plan, sink, opened=opened, lease=lease, on_end=on_end)
     turn.begin()
     return turn
 

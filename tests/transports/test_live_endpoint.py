@@ -421,7 +421,8 @@ def test_an_interrupt_as_the_response_ends_answers_after_its_done(socket: LiveSo
 @BOTH
 def test_a_socket_that_comes_while_the_old_one_leaves_waits_for_it(target: Target) -> None:
     """A page that reloads: its new socket arrives while the old one still ends its run and
-    hands its waiting approval over (ADR 0047). It gets the chat, not 4409."""
+    hands its waiting approval over (ADR 0047). It gets the chat, not 4409; asked to resume,
+    it is told at once that no response is being written (its client waits for that)."""
     chat_id = new_chat()
     for round_ in range(3):
         old = LiveSocket(target, chat_id)
@@ -431,6 +432,7 @@ def test_a_socket_that_comes_while_the_old_one_leaves_waits_for_it(target: Targe
             old.send({"type": "ping", "timestamp": round_})
             assert old.control() == {"type": "pong", "timestamp": round_}
         old.close()
-        with LiveSocket(target, chat_id) as new:  # at once: no retry on 4409
+        with LiveSocket(target, chat_id, resume=True) as new:  # at once: no retry on 4409
+            assert new.control() == {"type": "no-active"}
             new.send({"type": "ping", "timestamp": 10 + round_})
             assert new.control() == {"type": "pong", "timestamp": 10 + round_}
