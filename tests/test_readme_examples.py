@@ -88,8 +88,11 @@ def examples() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def readme_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    """`server:app` under uvicorn with a store of its own: the README's chat ids are new."""
-    with run_server(tmp_path_factory.mktemp("readme-server")) as server:
+    """`server:app` under uvicorn with a store of its own: the README's chat ids are new. Its
+    deltas as the model gives them, as the README says (a window merges them by timing)."""
+    with run_server(
+        tmp_path_factory.mktemp("readme-server"), {"ADK_STREAM_DELTA_COALESCING_MS": "0"}
+    ) as server:
         yield server
 
 

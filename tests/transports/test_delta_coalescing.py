@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from adk_stream_protocol.foundation.settings import Settings
 from adk_stream_protocol.protocol.chunks import (
     ReasoningDeltaChunk,
     TextDeltaChunk,
@@ -30,7 +31,6 @@ from tests.support import (
 )
 
 BENCH_AGENT = "bench.agent:root_agent"
-WINDOW_MS = 40
 
 
 def text(block: str, delta: str) -> TextDeltaChunk:
@@ -82,8 +82,8 @@ def apps(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, InProce
     off = tmp_path_factory.mktemp("off")
     on = tmp_path_factory.mktemp("on")
     with (
-        in_process_app(Path(off), agent=BENCH_AGENT) as plain,
-        in_process_app(Path(on), agent=BENCH_AGENT, delta_coalescing_ms=WINDOW_MS) as merged,
+        in_process_app(Path(off), agent=BENCH_AGENT, delta_coalescing_ms=0) as plain,
+        in_process_app(Path(on), agent=BENCH_AGENT) as merged,  # the default window
     ):
         yield {"off": plain, "on": merged}
 
@@ -95,10 +95,16 @@ def ask(app: InProcessApp, prompt: str, chat_id: str | None = None) -> StreamRes
     return result
 
 
+def test_the_default_window_is_the_one_measured() -> None:
+    """ADR 0048: 60 ms, the smallest window that met the page's goal in benchmark 12."""
+    assert Settings.model_fields["delta_coalescing_ms"].default == 60
+
+
 def test_on_stream_paced_deltas_merge_into_fewer_chunks_with_the_same_text(
     apps: dict[str, InProcessApp],
 ) -> None:
-    # 60 partials 5 ms apart: about 300 ms of answer, so a 40 ms window merges 8 or so.
+    # 60 partials 5 ms apart: about 300 ms of answer, so the default 60 ms window merges
+    # about 6.
     prompt = long_prompt(WORDS, PER, pace=0.005)
     plain, merged = ask(apps["off"], prompt), ask(apps["on"], prompt)
     assert plain.text() == merged.text() == long_answer(WORDS)

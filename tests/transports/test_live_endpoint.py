@@ -158,7 +158,7 @@ def text_turns(socket: LiveSocket) -> None:
     assert 'You said: "Hello there"' in first.text()
     assert 'You said: "And hello again"' in second.text()
     assert "Hello there" not in second.text(), "nothing leaks from the first turn"
-    assert len(first.of_type("text-delta")) >= 3
+    assert len(first.of_type("text-delta")) >= 2  # the first at once (docs/adr/0048)
     assert first.of_type("finish")[0]["finishReason"] == "stop"
 
 

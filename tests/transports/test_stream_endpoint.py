@@ -56,7 +56,9 @@ def test_plain_text_streams_in_deltas_with_the_sse_contract(target: Target) -> N
     assert result.headers["x-vercel-ai-ui-message-stream"] == "v1"
     assert result.headers["x-accel-buffering"] == "no"
     assert result.types()[:3] == ["start", "start-step", "text-start"]
-    assert len(result.of_type("text-delta")) >= 3, "the answer streams in several deltas"
+    # Streamed: the first delta at once, the rest after it (merged by the default window,
+    # docs/adr/0048: the demo model's partials come within it).
+    assert len(result.of_type("text-delta")) >= 2, "the answer streams in several deltas"
     assert 'You said: "Hello there"' in result.text()
     finish = result.of_type("finish")[0]
     assert finish["finishReason"] == "stop"
