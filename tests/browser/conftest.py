@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -123,6 +123,19 @@ def browser_audio_server(audio_server: LiveServer) -> LiveServer:
 
 
 OpenPlayground = Callable[..., Playground]
+
+# For tests that watch an answer arrive event by event through `slow_network`: each partial of
+# the model an event of its own. The default coalescing window (ADR 0048) merges the demo
+# model's quick partials into two events, too few to stop or switch chats in the middle.
+EACH_PARTIAL = {"ADK_STREAM_DELTA_COALESCING_MS": "0"}
+
+
+def server_for(servers: ServerPool, mode: Mode, env: Mapping[str, str]) -> LiveServer:
+    """A server with these settings serving the mode's build of the page."""
+    settings = dict(env)
+    if mode.page == "ai6":
+        settings["ADK_STREAM_PLAYGROUND_DIR"] = str(PLAYGROUND_DIST_V6)
+    return servers.get(settings)
 
 
 class SharedPage:

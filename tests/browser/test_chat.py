@@ -11,10 +11,10 @@ import zlib
 import pytest
 from playwright.sync_api import FilePayload, expect
 
-from tests.browser.conftest import OpenPlayground
+from tests.browser.conftest import EACH_PARTIAL, OpenPlayground, server_for
 from tests.browser.playground import AI6, AI7, AI7_VOICE, Mode, Playground
 from tests.browser.slow_network import slow_network
-from tests.support import LiveServer
+from tests.support import ServerPool
 
 pytestmark = pytest.mark.browser
 
@@ -90,11 +90,12 @@ LONG_ANSWER = f'You said: "{LONG_MESSAGE}". {HINT}'
 
 @pytest.mark.parametrize("mode", [*AI7, AI7_VOICE], ids=str)
 def test_stop_in_the_middle_of_an_answer(
-    open_playground: OpenPlayground, page_server: LiveServer, mode: Mode
+    open_playground: OpenPlayground, servers: ServerPool, mode: Mode
 ) -> None:
     # The page goes through a slow network: each event of an answer arrives 0.25 s after the
     # one before, so the whole answer takes several seconds to show.
-    with slow_network(page_server.base_url, pace=0.25) as network:
+    server = server_for(servers, mode, EACH_PARTIAL)
+    with slow_network(server.base_url, pace=0.25) as network:
         playground = open_playground(mode, base_url=network.base_url)
         playground.send(LONG_MESSAGE)
         expect(playground.assistant().get_by_test_id("text-part")).to_contain_text("You said:")

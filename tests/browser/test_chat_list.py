@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import PLAYGROUND_DIST_V6, OpenPlayground
+from tests.browser.conftest import EACH_PARTIAL, PLAYGROUND_DIST_V6, OpenPlayground, server_for
 from tests.browser.playground import AI6, AI7, AI7_VOICE, Mode, Playground
 from tests.browser.slow_network import slow_network
 from tests.support import LiveServer, ServerPool, chat_body, post_stream, user_message
@@ -165,8 +165,9 @@ def test_the_url_names_the_open_chat(open_playground: OpenPlayground, mode: Mode
 
 @pytest.mark.parametrize("mode", [*AI7, *AI6], ids=str)
 def test_switching_chats_while_one_streams(
-    open_playground: OpenPlayground, page_server: LiveServer, mode: Mode
+    open_playground: OpenPlayground, servers: ServerPool, mode: Mode
 ) -> None:
+    page_server = server_for(servers, mode, EACH_PARTIAL)
     with slow_network(page_server.base_url, pace=0.15) as network:
         playground = open_playground(mode, base_url=network.base_url)
         playground.send(LONG_MESSAGE)
@@ -218,10 +219,7 @@ def test_switching_chats_while_one_streams(
 @pytest.fixture
 def resumable_server(servers: ServerPool, mode: Mode) -> LiveServer:
     """A server whose answers go on when their client leaves, to be resumed: the mode's page."""
-    env = {"ADK_STREAM_RESUMABLE_STREAMS": "true"}
-    if mode.page == "ai6":
-        env["ADK_STREAM_PLAYGROUND_DIR"] = str(PLAYGROUND_DIST_V6)
-    return servers.get(env)
+    return server_for(servers, mode, {"ADK_STREAM_RESUMABLE_STREAMS": "true", **EACH_PARTIAL})
 
 
 @pytest.mark.parametrize("mode", [*AI7, AI7_VOICE], ids=str)
