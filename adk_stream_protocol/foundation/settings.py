@@ -70,6 +70,11 @@ class Settings(BaseSettings):
     # other chunk and the end are never held. 0 sends each delta as the model gives it; 60,
     # the smallest window that cut a page's render work 3x in benchmark 12.
     delta_coalescing_ms: int = Field(default=60, ge=0, le=1000)
+    # CPython's collector while the app runs (docs/adr/0051): what start-up built frozen out of
+    # its walks, and the youngest generation collected every this many net allocations
+    # (0 keeps Python's 700). Both are undone at shutdown.
+    gc_freeze: bool = True
+    gc_young_threshold: int = Field(default=10_000, ge=0, le=1_000_000)
     # How a page runs a browser tool it approved (docs/adr/0011): `on-tool-call`, the answer
     # to the approval hands the call back (`tool-input-available`) and the page runs it from
     # `onToolCall`; `add-output`, the answer does not, and the page runs it as the user

@@ -29,6 +29,7 @@ from adk_stream_protocol.server.adk_imports import skip_absent_a2a
 from adk_stream_protocol.server.agents import serve_agents
 from adk_stream_protocol.server.artifacts import router as artifacts_router
 from adk_stream_protocol.server.backends import check_extras, open_coordination
+from adk_stream_protocol.server.collector import tuned_collector
 from adk_stream_protocol.server.draining import ShutdownSignals
 from adk_stream_protocol.store.sessions import store_url
 from adk_stream_protocol.transports.call_results import router as call_results_router
@@ -89,7 +90,13 @@ def create_app(
                 signals = ShutdownSignals.install(bridge.drain.run, settings.shutdown_grace_seconds)
                 # ADK's own ERROR of an outage we answer and report: at DEBUG (ADR 0030).
                 try:
-                    with installed(AdkLogs(fence_author=bridge.sessions.app_name)):
+                    with (
+                        installed(AdkLogs(fence_author=bridge.sessions.app_name)),
+                        tuned_collector(
+                            freeze=settings.gc_freeze,
+                            young_threshold=settings.gc_young_threshold,
+                        ),
+                    ):
                         yield
                 finally:
                     if signals is not None:

@@ -1,0 +1,31 @@
+"""CPython's collector while the app runs (server/collector.py, docs/adr/0051): start-up's
+objects frozen, a larger young threshold, both undone at shutdown."""
+
+from __future__ import annotations
+
+import gc
+from pathlib import Path
+
+from tests.support import chat_body, in_process_app, post_stream, user_message
+
+
+def test_a_running_app_freezes_start_up_and_collects_the_young_less_often(
+    tmp_path: Path,
+) -> None:
+    before = gc.get_threshold()
+    with in_process_app(tmp_path) as app:
+        assert gc.get_freeze_count() > 50_000, "ADK, genai and pydantic: frozen"
+        assert gc.get_threshold() == (10_000, *before[1:])
+        answer = post_stream(app, chat_body("gc-1", user_message("Hello there", "u1")))
+        assert answer.status == 200
+        assert 'You said: "Hello there"' in answer.text()
+    assert gc.get_freeze_count() == 0, "unfrozen at shutdown"
+    assert gc.get_threshold() == before
+
+
+def test_both_can_be_turned_off(tmp_path: Path) -> None:
+    before = gc.get_threshold()
+    with in_process_app(tmp_path, gc_freeze=False, gc_young_threshold=0):
+        assert gc.get_freeze_count() == 0
+        assert gc.get_threshold() == before
+    assert gc.get_threshold() == before
