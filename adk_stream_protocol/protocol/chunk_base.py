@@ -55,7 +55,10 @@ class BaseChunk(BaseModel):
         }
 
     def _null_always_sent(self) -> bool:
-        return any(getattr(self, name) is None for name in self._always_sent)
+        for name in self._always_sent:  # noqa: SIM110 - any() over a generator: 3x as long
+            if getattr(self, name) is None:
+                return True
+        return False
 
 
 C = TypeVar("C", bound=BaseChunk)
