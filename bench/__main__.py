@@ -107,7 +107,7 @@ NOTES = """## Reading the numbers
 - **Converter vs the orjson floor** (goal ≤ 3x, missed): the floor only serialises ready-made
   dicts in Rust (about 0.15 µs a chunk) and never looks at an ADK event. Only reading of the
   events what the converter reads (the "only reading the ADK events" row, our own floor)
-  already costs about 3x the orjson floor. On top of that ours decides steps and blocks and
+  already costs about 2.4x the orjson floor. On top of that ours decides steps and blocks and
   makes each chunk a pydantic object: the chunks of every streamed word (steps, text and
   reasoning blocks and deltas) are built without validation (0.45 µs) and written with orjson,
   the rest validated and written by pydantic-core (docs/adr/0050; earlier rounds in

@@ -246,7 +246,7 @@ def run(size: Size) -> list[Figure]:
         "lower",
         "floor: orjson",
         3.0,
-        why="reading the ADK events alone costs about 3x this floor (see below)",
+        why="only reading the ADK events costs about 2.4x this floor (see below)",
     )
     vs_read = Figure(
         "1 converter",
