@@ -45,7 +45,8 @@ from starlette.types import ASGIApp
 from starlette.websockets import WebSocketDisconnect
 
 from adk_stream_protocol import Settings, create_app, testing
-from adk_stream_protocol.protocol.chunks import UI_MESSAGE_CHUNK
+from adk_stream_protocol.protocol.chunks import UI_MESSAGE_CHUNK, BaseChunk
+from adk_stream_protocol.protocol.sse import encode_event, format_event
 from adk_stream_protocol.store.history import is_user_turn, live_events
 
 # The package's own (users' tests use them too), offered to the tests from here.
@@ -528,6 +529,23 @@ def assert_strict_chunk(chunk: dict[str, Any], ai_sdk: int = 6) -> None:
     assert model.to_wire_dict() == chunk, f"non-portable chunk {chunk}"
     if ai_sdk < 7:
         assert not is_ai7_only(chunk), f"an ai 7 chunk for an ai 6 client: {chunk}"
+
+
+def assert_emitted_chunk(chunk: BaseChunk) -> None:
+    """A chunk as the converter emits it, however it was built (the hot chunks skip validation,
+    docs/adr/0050): its wire form validates against the catalogue (no extra key), the validated
+    twin equals it field by field, and every serialisation gives what pydantic's general path
+    gives: ``to_wire_json``, ``to_wire_dict``, the SSE bytes and the /live envelope's text."""
+    fast = chunk.to_wire_json()
+    wire = json.loads(fast)
+    twin = UI_MESSAGE_CHUNK.validate_python(wire)
+    assert type(twin) is type(chunk) and twin == chunk, f"{chunk!r} is not {twin!r}"
+    # What the chunk's fields_set names is enough to build it again (model_copy relies on it).
+    assert type(chunk).model_validate(chunk.model_dump(include=chunk.model_fields_set)) == chunk
+    assert fast == BaseChunk.to_wire_json(twin) == BaseChunk.to_wire_json(chunk)
+    assert chunk.to_wire_dict() == wire == twin.to_wire_dict()
+    assert encode_event(chunk) == b"data: " + fast + b"\n\n"
+    assert format_event(chunk) == encode_event(chunk).decode()
 
 
 def is_ai7_only(chunk: dict[str, Any]) -> bool:

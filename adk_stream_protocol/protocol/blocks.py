@@ -5,12 +5,19 @@ reasoning stream as blocks (``*-start``, deltas, ``*-end``), at most one of each
 time. ``ResponseBlocks`` keeps that state and the block ids, so the converter only says what
 comes next. Ids are ``{kind}_{prefix}_{n}``: unique within the response, and across responses
 through the prefix.
+
+These chunks are what every streamed word makes, so they are built without validation
+(``built``, docs/adr/0050): their values are our own ids and the model's text (a ``str``, as
+google-genai's ``Part`` validated it).
 """
 
 from __future__ import annotations
 
+from typing import Any, TypeVar
+
 from google.genai import types
 
+from adk_stream_protocol.protocol.chunk_base import built
 from adk_stream_protocol.protocol.chunks import (
     AiSdkVersion,
     BaseChunk,
@@ -25,6 +32,18 @@ from adk_stream_protocol.protocol.chunks import (
     TextStartChunk,
 )
 from adk_stream_protocol.protocol.event_values import citations_of
+
+Edge = TypeVar("Edge", TextStartChunk, ReasoningStartChunk, ReasoningEndChunk)
+Delta = TypeVar("Delta", TextDeltaChunk, ReasoningDeltaChunk)
+
+
+def _edge(cls: type[Edge], kind: str, block_id: str) -> Edge:
+    return built(cls, {"type": kind, "id": block_id, "provider_metadata": None}, {"id"})
+
+
+def _delta(cls: type[Delta], kind: str, block_id: str, text: str) -> Delta:
+    fields = {"type": kind, "id": block_id, "delta": text, "provider_metadata": None}
+    return built(cls, fields, {"id", "delta"})
 
 
 class ResponseBlocks:
@@ -51,8 +70,8 @@ class ResponseBlocks:
     def new_step(self) -> list[BaseChunk]:
         out = self.close()
         if self.step_open:
-            out.append(FinishStepChunk())
-        out.append(StartStepChunk())
+            out.append(built(FinishStepChunk, {"type": "finish-step"}, set()))
+        out.append(built(StartStepChunk, {"type": "start-step"}, set()))
         self.step_open = True
         self.after_tool_results = False
         return out
@@ -62,32 +81,32 @@ class ResponseBlocks:
         if not self.step_open:
             return []
         self.step_open = False
-        return [FinishStepChunk()]
+        return [built(FinishStepChunk, {"type": "finish-step"}, set())]
 
     def text_delta(self, text: str, out: list[BaseChunk]) -> None:
         if self._reasoning_id is not None:
-            out.append(ReasoningEndChunk(id=self._reasoning_id))
+            out.append(_edge(ReasoningEndChunk, "reasoning-end", self._reasoning_id))
             self._reasoning_id = None
         if self._text_id is None:
             self._text_id = self._next_id("txt")
-            out.append(TextStartChunk(id=self._text_id))
+            out.append(_edge(TextStartChunk, "text-start", self._text_id))
         if self._ai_sdk >= 7:
             self._text += text
-        out.append(TextDeltaChunk(id=self._text_id, delta=text))
+        out.append(_delta(TextDeltaChunk, "text-delta", self._text_id, text))
 
     def reasoning_delta(self, text: str, out: list[BaseChunk]) -> None:
         if self._text_id is not None:
             out.append(self._text_end())
         if self._reasoning_id is None:
             self._reasoning_id = self._next_id("rsn")
-            out.append(ReasoningStartChunk(id=self._reasoning_id))
-        out.append(ReasoningDeltaChunk(id=self._reasoning_id, delta=text))
+            out.append(_edge(ReasoningStartChunk, "reasoning-start", self._reasoning_id))
+        out.append(_delta(ReasoningDeltaChunk, "reasoning-delta", self._reasoning_id, text))
 
     def close(self) -> list[BaseChunk]:
         """End the open reasoning and text blocks."""
         out: list[BaseChunk] = []
         if self._reasoning_id is not None:
-            out.append(ReasoningEndChunk(id=self._reasoning_id))
+            out.append(_edge(ReasoningEndChunk, "reasoning-end", self._reasoning_id))
             self._reasoning_id = None
         if self._text_id is not None:
             out.append(self._text_end())
@@ -102,6 +121,9 @@ class ResponseBlocks:
         citations: list[Citation] | None = None
         if self.grounding is not None:
             citations = citations_of(self.grounding, self._text) or None
-        chunk = TextEndChunk(id=self._text_id, citations=citations)
+        # The citations were validated as citations_of made them.
+        fields: dict[str, Any] = {"type": "text-end", "id": self._text_id}
+        fields.update(provider_metadata=None, citations=citations)
+        chunk = built(TextEndChunk, fields, {"id", "citations"})
         self._text_id, self._text, self.grounding = None, "", None
         return chunk

@@ -17,25 +17,25 @@ Serialisation rules (see docs/adr/0002-chunk-catalogue.md):
   even when their value is ``None``.
 
 ``to_wire_json()`` and ``to_wire_dict()`` apply these rules; plain ``model_dump()`` does not.
-The fast path is pydantic-core's own ``exclude_none`` serialiser (no Python per chunk); only a
-chunk whose always-sent field holds ``None`` takes the slower path (docs/adr/0018).
+The general path is pydantic-core's own ``exclude_none`` serialiser; a chunk whose always-sent
+field holds ``None`` rebuilds its dict (docs/adr/0018). The chunks every streamed word makes
+(steps, text and reasoning blocks and deltas) write their few keys with orjson instead, and the
+converter builds them with ``built()``, unvalidated: tests hold every chunk it emits to the
+catalogue and to the general path's bytes (docs/adr/0050).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Discriminator,
-    Field,
-    JsonValue,
-    Tag,
-    TypeAdapter,
-)
-from pydantic.alias_generators import to_camel
-from pydantic_core import to_json
+import orjson
+from pydantic import Discriminator, Field, JsonValue, Tag, TypeAdapter
+
+from adk_stream_protocol.protocol.chunk_base import BaseChunk as BaseChunk
+
+# The hot chunks' serialiser: the same bytes as pydantic-core's for their str fields in half
+# the time, the dict being built by hand (tests/protocol/test_hot_path.py compares them).
+_dumps = orjson.dumps
 
 FinishReason: TypeAlias = Literal[
     "stop", "length", "content-filter", "tool-calls", "error", "other", "interrupted"
@@ -59,42 +59,6 @@ UnknownJson: TypeAlias = Any
 ProviderMetadata: TypeAlias = dict[str, dict[str, JsonValue]]
 
 
-class BaseChunk(BaseModel):
-    """Common configuration: camelCase on the wire, no extra keys, ``None`` omitted."""
-
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        serialize_by_alias=True,
-        extra="forbid",
-        frozen=True,
-    )
-
-    # Fields that are sent even when None (the client types them `unknown`).
-    _always_sent: ClassVar[tuple[str, ...]] = ()
-
-    def to_wire_json(self) -> bytes:
-        """The chunk as the client receives it: compact JSON, ``None`` omitted."""
-        if self._always_sent and self._null_always_sent():
-            return to_json(self.to_wire_dict())
-        return self.__pydantic_serializer__.to_json(self, exclude_none=True)
-
-    def to_wire_dict(self) -> dict[str, Any]:
-        """The chunk as a JSON-ready dict with wire (camelCase) keys, ``None`` omitted."""
-        if not (self._always_sent and self._null_always_sent()):
-            wire: dict[str, Any] = self.model_dump(mode="json", exclude_none=True)
-            return wire
-        always = {self.__class__.model_fields[name].alias for name in self._always_sent}
-        return {
-            key: value
-            for key, value in self.model_dump(mode="json").items()
-            if value is not None or key in always
-        }
-
-    def _null_always_sent(self) -> bool:
-        return any(getattr(self, name) is None for name in self._always_sent)
-
-
 class StartChunk(BaseChunk):
     type: Literal["start"] = "start"
     message_id: str | None = None
@@ -110,9 +74,15 @@ class FinishChunk(BaseChunk):
 class StartStepChunk(BaseChunk):
     type: Literal["start-step"] = "start-step"
 
+    def to_wire_json(self) -> bytes:
+        return b'{"type":"start-step"}'
+
 
 class FinishStepChunk(BaseChunk):
     type: Literal["finish-step"] = "finish-step"
+
+    def to_wire_json(self) -> bytes:
+        return b'{"type":"finish-step"}'
 
 
 class TextStartChunk(BaseChunk):
@@ -120,12 +90,22 @@ class TextStartChunk(BaseChunk):
     id: str
     provider_metadata: ProviderMetadata | None = None
 
+    def to_wire_json(self) -> bytes:
+        if self.provider_metadata is None:
+            return _dumps({"type": self.type, "id": self.id})
+        return super().to_wire_json()
+
 
 class TextDeltaChunk(BaseChunk):
     type: Literal["text-delta"] = "text-delta"
     id: str
     delta: str
     provider_metadata: ProviderMetadata | None = None
+
+    def to_wire_json(self) -> bytes:
+        if self.provider_metadata is None:
+            return _dumps({"type": self.type, "id": self.id, "delta": self.delta})
+        return super().to_wire_json()
 
 
 class CitationSource(BaseChunk):
@@ -151,11 +131,21 @@ class TextEndChunk(BaseChunk):
     provider_metadata: ProviderMetadata | None = None
     citations: list[Citation] | None = None  # ai 7 only
 
+    def to_wire_json(self) -> bytes:
+        if self.provider_metadata is None and self.citations is None:
+            return _dumps({"type": "text-end", "id": self.id})
+        return super().to_wire_json()
+
 
 class ReasoningStartChunk(BaseChunk):
     type: Literal["reasoning-start"] = "reasoning-start"
     id: str
     provider_metadata: ProviderMetadata | None = None
+
+    def to_wire_json(self) -> bytes:
+        if self.provider_metadata is None:
+            return _dumps({"type": self.type, "id": self.id})
+        return super().to_wire_json()
 
 
 class ReasoningDeltaChunk(BaseChunk):
@@ -164,11 +154,21 @@ class ReasoningDeltaChunk(BaseChunk):
     delta: str
     provider_metadata: ProviderMetadata | None = None
 
+    def to_wire_json(self) -> bytes:
+        if self.provider_metadata is None:
+            return _dumps({"type": self.type, "id": self.id, "delta": self.delta})
+        return super().to_wire_json()
+
 
 class ReasoningEndChunk(BaseChunk):
     type: Literal["reasoning-end"] = "reasoning-end"
     id: str
     provider_metadata: ProviderMetadata | None = None
+
+    def to_wire_json(self) -> bytes:
+        if self.provider_metadata is None:
+            return _dumps({"type": self.type, "id": self.id})
+        return super().to_wire_json()
 
 
 class ToolInputStartChunk(BaseChunk):

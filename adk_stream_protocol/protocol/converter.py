@@ -124,27 +124,26 @@ class StreamProtocolConverter:
         if self._finished:
             return []
         out: list[BaseChunk] = []
+        partial, grounding = event.partial, event.grounding_metadata  # read once: hot path
         self._usage.observe(event)
-        if event.grounding_metadata is not None and self._ai_sdk >= 7:
-            self._blocks.grounding = event.grounding_metadata
+        if grounding is not None and self._ai_sdk >= 7:
+            self._blocks.grounding = grounding
         if event.input_transcription is not None:
-            out.extend(self._transcripts.user(event.input_transcription, event.partial))
+            out.extend(self._transcripts.user(event.input_transcription, partial))
         if event.output_transcription is not None:
-            self._transcripts.answer(event.output_transcription, event.partial, out)
+            self._transcripts.answer(event.output_transcription, partial, out)
         content = event.content
-        if content and content.parts:
-            if event.partial:
-                self._convert_partial(content.parts, out)
+        if content is not None and (parts := content.parts):
+            if partial:
+                self._convert_partial(parts, out)
             elif content.role == "model":
-                self._convert_model_content(event, content.parts, out)
+                self._convert_model_content(event, parts, out)
             else:
-                self._convert_tool_results(event, content.parts, out)
-        if event.grounding_metadata is not None and (
-            sources := self._sources.new_in(event.grounding_metadata)
-        ):
+                self._convert_tool_results(event, parts, out)
+        if grounding is not None and (sources := self._sources.new_in(grounding)):
             self._blocks.ensure_step(out)
             out.extend(sources)  # every client; after the text they ground
-        if not event.partial:
+        if not partial:
             self._usage.record_final(event)
         if event.error_code:
             code = str(getattr(event.error_code, "name", event.error_code))
@@ -247,18 +246,21 @@ class StreamProtocolConverter:
     # -- partial events: streamed text and thoughts -------------------------------------------
 
     def _convert_partial(self, parts: list[types.Part], out: list[BaseChunk]) -> None:
+        blocks = self._blocks
         for part in parts:
-            if part.inline_data and part.inline_data.data is not None:
-                self._blocks.ensure_step(out)
-                out.append(inline_data_chunk(part.inline_data))  # live audio
+            inline = part.inline_data
+            if inline is not None and inline.data is not None:
+                blocks.ensure_step(out)
+                out.append(inline_data_chunk(inline))  # live audio
                 continue
-            if not part.text:
+            text = part.text
+            if not text:
                 continue  # function calls are taken only from the final event
-            self._blocks.ensure_step(out)
+            blocks.ensure_step(out)
             if part.thought:
-                self._blocks.reasoning_delta(part.text, out)
+                blocks.reasoning_delta(text, out)
             else:
-                self._blocks.text_delta(part.text, out)
+                blocks.text_delta(text, out)
             self._streamed_since_final = True
 
     # -- non-partial model events ---------------------------------------------------------------

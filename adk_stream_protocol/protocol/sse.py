@@ -28,7 +28,7 @@ SSE_HEADERS: Mapping[str, str] = {
 
 def encode_event(chunk: BaseChunk) -> bytes:
     """Frame one chunk as one SSE event, as bytes for an HTTP body: ``data: <json>\\n\\n``."""
-    return b"data: " + chunk.to_wire_json() + b"\n\n"
+    return b"data: %b\n\n" % chunk.to_wire_json()
 
 
 def format_event(chunk: BaseChunk) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from google.adk.events import Event, EventActions
@@ -11,7 +12,7 @@ from google.genai import types
 from adk_stream_protocol.protocol.chunks import BaseChunk
 from adk_stream_protocol.protocol.converter import StreamProtocolConverter
 from adk_stream_protocol.protocol.event_values import map_finish_reason
-from tests.support import assert_strict_chunk
+from tests.support import assert_emitted_chunk, assert_strict_chunk
 
 AGENT = "demo_agent"
 
@@ -53,10 +54,17 @@ def run(events: list[Event], **options: Any) -> list[dict[str, Any]]:
     for event in events:
         chunks += converter.convert(event)
     chunks += converter.finish()
-    wire = [c.to_wire_dict() for c in chunks]
+    wire = wire_of(chunks)
     for chunk in wire:
         assert_strict_chunk(chunk)
     return wire
+
+
+def wire_of(chunks: Sequence[BaseChunk]) -> list[dict[str, Any]]:
+    """The chunks' wire dicts, each proven to be what a validated chunk would give."""
+    for chunk in chunks:
+        assert_emitted_chunk(chunk)
+    return [c.to_wire_dict() for c in chunks]
 
 
 def types_of(chunks: list[dict[str, Any]]) -> list[str]:
@@ -292,7 +300,7 @@ def test_error_event_gives_one_redacted_error_chunk() -> None:
     )
     # run_async re-raises after the error event: the transport calls fail().
     chunks += converter.fail(ValueError("secret internal detail at /srv/app.py"))
-    wire = [c.to_wire_dict() for c in chunks]
+    wire = wire_of(chunks)
     errors = [c for c in wire if c["type"] == "error"]
     assert len(errors) == 1
     assert "secret" not in errors[0]["errorText"]
@@ -432,7 +440,7 @@ def test_only_what_pauses_keeps_new_calls_and_drops_held_content() -> None:
         model_event(confirmation_call("conf", "new", "process_payment", amount=20), event_id="E2")
     )
     chunks += converter.finish()
-    kept = [c.to_wire_dict() for c in only_what_pauses(chunks)]
+    kept = wire_of(only_what_pauses(chunks))
     assert types_of(kept) == [
         "start", "start-step", "tool-input-start", "tool-input-available",
         "tool-approval-request", "finish-step", "finish",
@@ -445,7 +453,7 @@ def test_replay_delivers_text_and_results_of_earlier_calls_only() -> None:
         model_event(text("Paid Alice. Now Bob."), call("new", "process_payment", amount=20)),
     ]
     converter = StreamProtocolConverter(message_id="m", id_prefix="t")
-    replayed = [c.to_wire_dict() for c in converter.replay([held])]
+    replayed = wire_of(converter.replay([held]))
     assert types_of(replayed) == [
         "tool-output-available", "start-step", "text-start", "text-delta", "text-end",
     ]  # fmt: skip
@@ -456,7 +464,7 @@ def test_replay_delivers_text_and_results_of_earlier_calls_only() -> None:
 def test_rearm_hands_a_call_back_without_a_step() -> None:
     converter = StreamProtocolConverter(message_id="m")
     chunks = converter.start() + converter.rearm("c1", "get_location", {}) + converter.finish()
-    wire = [c.to_wire_dict() for c in chunks]
+    wire = wire_of(chunks)
     assert wire == [
         {"type": "start", "messageId": "m"},
         {
