@@ -486,7 +486,7 @@ def retyped(value: Any) -> list[Any]:
     if isinstance(value, int):
         return [str(value), float(value)]
     if isinstance(value, str):
-        return [int(value)] if value.isdigit() else [[value]]
+        return [int(value)] if value.isdecimal() else [[value]]
     return []
 
 

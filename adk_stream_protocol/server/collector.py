@@ -4,8 +4,8 @@ Every ADK event, pydantic model and chunk of an answer is allocated and freed wi
 milliseconds. The collector runs its youngest generation every 700 net allocations by default
 (several times per answer), and each full collection walks every object the process holds:
 after start-up about 160,000 of ADK's, google-genai's and pydantic's that live as long as the
-process. Under benchmark 3's load those collections were about a fifth of the server's CPU
-(docs/adr/0051). Two process settings, both public Python APIs, take most of it back:
+process. Under benchmark 3's load, setting the collector as below cut the server's CPU per
+answer by about a fifth (docs/adr/0051). Two process settings, Python's public ``gc`` API:
 
 - ``gc.freeze()`` once start-up is done: what exists then moves to a permanent generation
   that collections no longer walk (the objects stay alive as they would have);

@@ -245,7 +245,7 @@ class LiveConnection:
 
     async def _on_message(self, frame: dict[str, Any], size: int) -> None:
         await self._stored.settled()  # an answer's run, and the live run's start after it
-        if self._turn is not None and self._turn.response is not None:
+        if self._turn is not None and await self._turn.streaming():
             await self._control_error("a response is still streaming; send after its [DONE]")
             return
         slots = self._bridge.response_slots

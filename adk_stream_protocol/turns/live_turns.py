@@ -225,12 +225,15 @@ class LiveTurn:
         else:
             logger.debug("tool data of another turn dropped chat=%s", self._chat[1])
 
+    async def streaming(self) -> bool:
+        """Whether a response is open. One already ending (its record being stored) first
+        has its [DONE] out: what answers the client's next frame comes after that [DONE]."""
+        if self.response is None and self._ending is not None:
+            await self._ending.done.wait()
+        return self.response is not None
+
     async def interrupt(self) -> None:
-        if self.response is None:
-            # One already ending (its record being stored) has its [DONE] out before the
-            # interrupt returns: the client's next frame is answered after that [DONE].
-            if self._ending is not None:
-                await self._ending.done.wait()
+        if not await self.streaming():
             return
         logger.info("live interrupt chat=%s", self._chat[1])
         self._run.discard_rest_of_model_turn()

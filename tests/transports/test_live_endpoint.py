@@ -418,6 +418,35 @@ def test_an_interrupt_as_the_response_ends_answers_after_its_done(socket: LiveSo
         messages.append({"id": message_id, "role": "assistant", "parts": []})
 
 
+def test_a_message_as_the_response_ends_is_answered_after_its_done(socket: LiveSocket) -> None:
+    """The client sends its next message just as the answer ends: between the `finish`
+    chunk and the [DONE]. The answer to it, a refusal or a new response, comes after that
+    [DONE], never inside the old response (found by tests/test_fuzz.py)."""
+    messages: list[dict[str, Any]] = []
+    for round_ in range(6):
+        messages.append(user_message(f"Hello {round_}", f"u{round_}"))
+        socket.send({"type": "message", **chat_body(socket.chat_id, *messages)})
+        frames: list[str] = []
+        while '"type":"finish"' not in (frame := socket.ws.recv(timeout=30)):
+            frames.append(frame)
+        message_id = json.loads(frames[0].removeprefix("data: "))["messageId"]
+        messages.append({"id": message_id, "role": "assistant", "parts": []})
+        refused = round_ % 2 == 0
+        nxt = user_message(f"Next {round_}", f"n{round_}")
+        sent = [*messages, {**nxt, "role": "robot"}] if refused else [*messages, nxt]
+        socket.send({"type": "message", **chat_body(socket.chat_id, *sent)})
+        after = socket.ws.recv(timeout=30)
+        assert after == "data: [DONE]\n\n", f"round {round_}: {after!r} came before the [DONE]"
+        answer = socket.response()
+        if refused:
+            assert answer.types() == ["error"], answer.types()
+            assert "role" in answer.chunks[0]["errorText"]
+        else:
+            assert_valid_stream(answer)
+            messages.append(nxt)
+            messages.append({"id": answer.chunks[0]["messageId"], "role": "assistant", "parts": []})
+
+
 @BOTH
 def test_a_socket_that_comes_while_the_old_one_leaves_waits_for_it(target: Target) -> None:
     """A page that reloads: its new socket arrives while the old one still ends its run and
