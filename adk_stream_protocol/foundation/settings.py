@@ -67,9 +67,9 @@ class Settings(BaseSettings):
     stream_intermediate_results: bool = False
     # Milliseconds a text or reasoning delta may wait for the next ones of its block, to go
     # out as one chunk: fewer renders for the page (docs/adr/0048). A block's first delta, any
-    # other chunk and the end are never held. 0 sends each delta as the model gives it; 60,
+    # other chunk and the end are never held. 0 sends each delta as the model gives it; 100,
     # the smallest window that cut a page's render work 3x in benchmark 12.
-    delta_coalescing_ms: int = Field(default=60, ge=0, le=1000)
+    delta_coalescing_ms: int = Field(default=100, ge=0, le=1000)
     # CPython's collector while the app runs (docs/adr/0051): what start-up built frozen out of
     # its walks, and the youngest generation collected every this many net allocations
     # (0 keeps Python's 700). Both are undone at shutdown.

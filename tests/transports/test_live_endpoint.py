@@ -394,6 +394,18 @@ def test_an_oversized_frame_closes_the_socket_with_1009(small_frame_app: InProce
         assert closed.value.code == 1009
 
 
+def read_until_finish(socket: LiveSocket, messages: list[dict[str, Any]]) -> str:
+    """Send the messages, read the answer up to its `finish` chunk (not its [DONE]), and
+    append the assistant message it starts; its id is returned."""
+    socket.send({"type": "message", **chat_body(socket.chat_id, *messages)})
+    frames: list[str] = []
+    while '"type":"finish"' not in (frame := socket.ws.recv(timeout=30)):
+        frames.append(frame)
+    message_id: str = json.loads(frames[0].removeprefix("data: "))["messageId"]
+    messages.append({"id": message_id, "role": "assistant", "parts": []})
+    return message_id
+
+
 def test_an_interrupt_as_the_response_ends_answers_after_its_done(socket: LiveSocket) -> None:
     """The client stops just as the answer ends on its own: the server is between the
     `finish` chunk and the [DONE] (storing the chat's record). Whatever the client sends
@@ -402,10 +414,7 @@ def test_an_interrupt_as_the_response_ends_answers_after_its_done(socket: LiveSo
     messages: list[dict[str, Any]] = []
     for round_ in range(5):
         messages.append(user_message(f"Hello {round_}", f"u{round_}"))
-        socket.send({"type": "message", **chat_body(socket.chat_id, *messages)})
-        frames: list[str] = []
-        while '"type":"finish"' not in (frame := socket.ws.recv(timeout=30)):
-            frames.append(frame)
+        read_until_finish(socket, messages)
         socket.send({"type": "interrupt"})
         socket.send({"type": "ping", "timestamp": f"after-{round_}"})
         after = socket.ws.recv(timeout=30)
@@ -414,8 +423,6 @@ def test_an_interrupt_as_the_response_ends_answers_after_its_done(socket: LiveSo
             "type": "pong",
             "timestamp": f"after-{round_}",
         }
-        message_id = json.loads(frames[0].removeprefix("data: "))["messageId"]
-        messages.append({"id": message_id, "role": "assistant", "parts": []})
 
 
 def test_a_message_as_the_response_ends_is_answered_after_its_done(socket: LiveSocket) -> None:
@@ -425,12 +432,7 @@ def test_a_message_as_the_response_ends_is_answered_after_its_done(socket: LiveS
     messages: list[dict[str, Any]] = []
     for round_ in range(6):
         messages.append(user_message(f"Hello {round_}", f"u{round_}"))
-        socket.send({"type": "message", **chat_body(socket.chat_id, *messages)})
-        frames: list[str] = []
-        while '"type":"finish"' not in (frame := socket.ws.recv(timeout=30)):
-            frames.append(frame)
-        message_id = json.loads(frames[0].removeprefix("data: "))["messageId"]
-        messages.append({"id": message_id, "role": "assistant", "parts": []})
+        read_until_finish(socket, messages)
         refused = round_ % 2 == 0
         nxt = user_message(f"Next {round_}", f"n{round_}")
         sent = [*messages, {**nxt, "role": "robot"}] if refused else [*messages, nxt]
