@@ -102,6 +102,11 @@ class Bridge:
         # Every run's telemetry switches, read from the environment once: a run given none
         # builds them anew several times per streamed partial (docs/adr/0049).
         self.telemetry_config = TelemetryConfig()
+        # A run_async turn's configuration but for its stamps, validated once: each turn
+        # copies it (ADR 0049; RunConfig's validation reads the environment every time).
+        self._stream_run_config = RunConfig(
+            streaming_mode=StreamingMode.SSE, telemetry=self.telemetry_config
+        )
         # A tool's result the store could not take is written when it is back (ADR 0035).
         self.outbox = ResultOutbox(
             create_session_service(settings.session_store),
@@ -263,11 +268,7 @@ class Bridge:
 
     def run_config(self, custom_metadata: dict[str, Any]) -> RunConfig:
         """A ``run_async`` turn's configuration; ``custom_metadata``: its events' stamps."""
-        return RunConfig(
-            streaming_mode=StreamingMode.SSE,
-            custom_metadata=custom_metadata,
-            telemetry=self.telemetry_config,
-        )
+        return self._stream_run_config.model_copy(update={"custom_metadata": custom_metadata})
 
     def live_run_config(self) -> RunConfig:
         if self.settings.live_modality == "AUDIO":
