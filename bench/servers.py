@@ -55,6 +55,9 @@ root_agent = bench_agent()
 '''
 
 _ADK_APP_PY = """\
+import gc
+import os
+
 from google.adk.cli.fast_api import get_fast_api_app
 
 app = get_fast_api_app(
@@ -65,6 +68,12 @@ app = get_fast_api_app(
     memory_service_uri="memory://",
     auto_create_session=True,
 )
+# BENCH_ADK_TUNED_GC: ADK's server given our collector settings (docs/adr/0051), to show
+# what they are worth to it; ADK's server as shipped is the comparison otherwise.
+if os.environ.get("BENCH_ADK_TUNED_GC"):
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(10_000, 10, 10)
 """
 
 
