@@ -131,40 +131,55 @@ def test_approved_payment_runs_once_and_continues_the_message(app: InProcessApp)
 
 class ActiveWhenStored:
     """The app's chat index, noting for each write of a chat's messages whether the chat had
-    an active response then (what ``GET /chats/{chatId}`` would have said with them)."""
+    an active response then (what ``GET /chats/{chatId}`` would have said with them), and the
+    same each time a request is planned (when it reads the chat's session)."""
 
     def __init__(self, target: InProcessApp) -> None:
         self.bridge = target.app.state.bridge
         self.index = self.bridge.chats
-        self.seen: list[tuple[str, bool]] = []  # (last message's role, active)
+        self.seen: list[tuple[str, bool]] = []  # (last message's role or "planned", active)
+        sessions = self.bridge.sessions
+        opened = sessions.open
+
+        async def open_for_planning(user: str, chat_id: str, *args: Any, **kw: Any) -> Any:
+            self.seen.append(("planned", await self._active(user, chat_id)))
+            return await opened(user, chat_id, *args, **kw)
+
+        sessions.open = open_for_planning
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.index, name)
 
+    async def _active(self, user: str, chat_id: str) -> bool:
+        logs = self.bridge.coordination.chunk_logs
+        return (user, chat_id) in await logs.with_active_response([(user, chat_id)])
+
     async def record_messages(
         self, app: str, user: str, chat_id: str, messages: list[dict[str, Any]], **kw: Any
     ) -> bool:
-        logs = self.bridge.coordination.chunk_logs
-        active = (user, chat_id) in await logs.with_active_response([(user, chat_id)])
-        self.seen.append((messages[-1]["role"], active))
+        self.seen.append((messages[-1]["role"], await self._active(user, chat_id)))
         return bool(await self.index.record_messages(app, user, chat_id, messages, **kw))
 
 
 def test_a_page_that_reads_the_answered_approval_finds_its_response_active(
     tmp_path: Path,
 ) -> None:
-    """The chat's messages as the request carried them (the approval answered) are stored
-    only once the response's log is open: a page that reloads and reads them also finds the
-    answer active, so it resumes that answer without holding the message twice (ADR 0045)."""
+    """The response's log is open before the request is planned, and so before the chat's
+    messages as the request carried them (the approval answered) are stored: a page that
+    reloads meanwhile finds the answer active, so it resumes that answer, neither missing it
+    nor holding the message twice (ADR 0045)."""
     with in_process_app(tmp_path) as target:
         spy = ActiveWhenStored(target)
         spy.bridge.chats = spy
         chat = Conversation(target)
         chat.say("Send 50 dollars to Hanako")
         chat.answer(answer_approvals(chat.assistant(), True))
-    # Stored as each response opens (the question, then the approval's answer) and as it
-    # ends: always with that response active.
-    assert spy.seen == [("user", True)] + [("assistant", True)] * 3
+    # Each request planned, its messages stored as its response opens (the question, then
+    # the approval's answer) and again as it ends: always with that response active.
+    assert spy.seen == [
+        *[("planned", True), ("user", True), ("assistant", True)],
+        *[("planned", True), ("assistant", True), ("assistant", True)],
+    ]
 
 
 def test_denied_payment_is_output_denied_and_never_runs(app: InProcessApp) -> None:

@@ -245,15 +245,22 @@ class Bridge:
         request: ChatRequest | None,
         *,
         ai_sdk: AiSdkVersion | None = None,
+        log: ResponseLog | None = None,
     ) -> OpenedResponse:
         """What a response of ``run_async`` needs under the chat's lease: the chat's stop
-        signal, the response's chunk log, then its records. The log first: a reader of the
-        chat that finds the request's messages stored also finds the response active, so a
-        page that reloads then resumes it without holding its message twice (ADR 0045)."""
-        stop = await self.coordination.stops.subscribe(chat)
-        log: ResponseLog | None = None
+        signal, the response's chunk log (``log``, when the caller opened it already), then
+        its records. The log first: a reader of the chat that finds the request's messages
+        stored also finds the response active, so a page that reloads then resumes it
+        without holding its message twice (ADR 0045)."""
         try:
-            log = await self.open_response_log(chat, lease)
+            stop = await self.coordination.stops.subscribe(chat)
+        except BaseException:
+            if log is not None:
+                await log.close()
+            raise
+        try:
+            if log is None:
+                log = await self.open_response_log(chat, lease)
             records = await self.open_records(transport, chat, request, ai_sdk=ai_sdk)
         except BaseException:
             if log is not None:

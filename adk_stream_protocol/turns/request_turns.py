@@ -95,8 +95,15 @@ async def _begin(
     chat: ChatKey = (user_id, request.id)
     lease = await take_chat(bridge, chat)
     try:
-        plan, shared_state = await plan_request(bridge, user_id, request, lease)
-        opened = await bridge.open_response(transport, chat, lease, request, ai_sdk=ai_sdk)
+        # Active from here: a page that reloads while the request is planned resumes its
+        # answer, rather than reading the chat as it was before the request (ADR 0045).
+        log = await bridge.open_response_log(chat, lease)
+        try:
+            plan, shared_state = await plan_request(bridge, user_id, request, lease)
+        except BaseException:
+            await log.close()
+            raise
+        opened = await bridge.open_response(transport, chat, lease, request, ai_sdk=ai_sdk, log=log)
     except BaseException:
         await lease.release()
         raise

@@ -6,11 +6,13 @@ while one streams keeps each its own, rename and delete."""
 from __future__ import annotations
 
 import re
+import time
 import uuid
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
-from playwright.sync_api import expect
+from playwright.sync_api import Locator, expect
 
 from tests.browser.conftest import EACH_PARTIAL, PLAYGROUND_DIST_V6, OpenPlayground, server_for
 from tests.browser.playground import AI6, AI7, AI7_VOICE, Mode, Playground
@@ -257,6 +259,22 @@ def test_a_reload_while_an_answer_streams_resumes_it(
 CONTINUATION_AGENT = "tests.continuation_agent:root_agent"
 
 
+def approve_and_wait_until_sent(playground: Playground, tool: Locator) -> None:
+    """Click Approve, and wait until the page has sent the approval: a reload before that
+    would cancel a request that never left the page (not what these tests are about)."""
+    if playground.mode.transport == "stream":
+        with playground.page.expect_request(
+            lambda r: r.method == "POST" and urlsplit(r.url).path.endswith("/stream")
+        ):
+            tool.get_by_test_id("approve-button").click()
+        return
+    tool.get_by_test_id("approve-button").click()
+    deadline = time.monotonic() + 10
+    while not any("approval-responded" in f for s in playground.sockets for f in s.sent):
+        assert time.monotonic() < deadline, "the approval never left the page"
+        playground.page.wait_for_timeout(20)
+
+
 @pytest.mark.parametrize("mode", [*AI7, AI6[0]], ids=str)
 def test_a_reload_while_the_answer_to_an_approval_streams_resumes_it(
     open_playground: OpenPlayground, servers: ServerPool, mode: Mode
@@ -275,7 +293,7 @@ def test_a_reload_while_the_answer_to_an_approval_streams_resumes_it(
     playground.expect_tool_state(payment, "approval-requested")
     playground.expect_ready()
     chat_id = playground.chat_id
-    payment.get_by_test_id("approve-button").click()
+    approve_and_wait_until_sent(playground, payment)
     expect(playground.status).not_to_have_text("ready")  # the answer is being written
 
     playground.reload()
