@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Coroutine, Iterable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any, NamedTuple
 
 from google.adk.agents import BaseAgent
@@ -237,34 +237,33 @@ class Bridge:
             chats, app, self.recorder, transport, chat, request, ai_sdk=ai_sdk
         )
 
+    @asynccontextmanager
+    async def opening_response(self, chat: ChatKey, lease: ChatLease) -> AsyncIterator[ResponseLog]:
+        """A new response's chunk log, opened as soon as the chat's lease is held: from here
+        the chat reads as answering, so a page that reloads while the turn is planned and
+        its messages stored resumes it (ADR 0045). Closed again if the turn never starts."""
+        log = await self.open_response_log(chat, lease)
+        try:
+            yield log
+        except BaseException:
+            await log.close()
+            raise
+
     async def open_response(
         self,
         transport: Transport,
         chat: ChatKey,
-        lease: ChatLease,
         request: ChatRequest | None,
+        log: ResponseLog,
         *,
         ai_sdk: AiSdkVersion | None = None,
-        log: ResponseLog | None = None,
     ) -> OpenedResponse:
-        """What a response of ``run_async`` needs under the chat's lease: the chat's stop
-        signal, the response's chunk log (``log``, when the caller opened it already), then
-        its records. The log first: a reader of the chat that finds the request's messages
-        stored also finds the response active, so a page that reloads then resumes it
-        without holding its message twice (ADR 0045)."""
+        """What a response of ``run_async`` needs besides its log (``opening_response``):
+        the chat's stop signal, then its records, the request's messages stored."""
+        stop = await self.coordination.stops.subscribe(chat)
         try:
-            stop = await self.coordination.stops.subscribe(chat)
-        except BaseException:
-            if log is not None:
-                await log.close()
-            raise
-        try:
-            if log is None:
-                log = await self.open_response_log(chat, lease)
             records = await self.open_records(transport, chat, request, ai_sdk=ai_sdk)
         except BaseException:
-            if log is not None:
-                await log.close()
             await stop.close()
             raise
         return OpenedResponse(stop, log, records)

@@ -24,7 +24,7 @@ from google.adk.events.event import Event
 from google.adk.sessions.session import Session
 from google.genai import types
 
-from adk_stream_protocol.coordination.base import ChatKey
+from adk_stream_protocol.coordination.base import ChatKey, ChatLease
 from adk_stream_protocol.foundation.errors import RequestError
 from adk_stream_protocol.foundation.outages import REDIS, SESSION_POOL, SESSION_STORE
 from adk_stream_protocol.store.history import (
@@ -150,39 +150,9 @@ async def _begin(
 ) -> tuple[BeginSignal, StoredCall]:
     lease = await take_chat(bridge, chat)
     try:
-        session: Session | None
-        if lease.unclean:  # the former holder lapsed: its writes are refused from now on
-            session = await bridge.sessions.fence(*chat, lease.generation)
-        else:
-            session = await bridge.sessions.service.get_session(
-                app_name=bridge.sessions.app_name, user_id=chat[0], session_id=chat[1]
-            )
-        if session is None:  # also another user's chat: the same answer as an unknown call
-            raise RequestError(404, NO_SUCH_CALL)
-        call = find_long_running_call(session.events, call_id)
-        answer = types.Content(
-            role="user",
-            parts=[
-                types.Part(
-                    function_response=types.FunctionResponse(
-                        name=call.name, id=call_id, response=result
-                    )
-                )
-            ],
-        )
-        plan = TurnPlan(
-            # The page's message that holds the call goes on; else the answer is a new one.
-            message_id=call.message_id or f"msg-{uuid.uuid4().hex}",
-            new_message=answer,
-            continuation=True,
-            prior_invocation_id=call.invocation_id,
-            # The result itself: shown on the call's part when the page's message holds it
-            # (ADK does not yield the message it resumes with).
-            replay=[[Event(author="user", invocation_id=call.invocation_id, content=answer)]]
-            if call.message_id is not None
-            else [],
-        )
-        opened = await bridge.open_response("stream", chat, lease, None)  # stored messages
+        async with bridge.opening_response(chat, lease) as log:
+            plan, call = await _plan(bridge, chat, lease, call_id, result)
+            opened = await bridge.open_response("stream", chat, None, log)  # stored messages
     except BaseException:
         await lease.release()
         raise
@@ -193,3 +163,42 @@ async def _begin(
     turn = RequestTurn(bridge, chat, plan, signal, opened=opened, lease=lease, on_end=on_end)
     turn.begin()
     return signal, call
+
+
+async def _plan(
+    bridge: Bridge, chat: ChatKey, lease: ChatLease, call_id: str, result: dict[str, Any]
+) -> tuple[TurnPlan, StoredCall]:
+    """The turn that continues the call's invocation with its result, and the call."""
+    session: Session | None
+    if lease.unclean:  # the former holder lapsed: its writes are refused from now on
+        session = await bridge.sessions.fence(*chat, lease.generation)
+    else:
+        session = await bridge.sessions.service.get_session(
+            app_name=bridge.sessions.app_name, user_id=chat[0], session_id=chat[1]
+        )
+    if session is None:  # also another user's chat: the same answer as an unknown call
+        raise RequestError(404, NO_SUCH_CALL)
+    call = find_long_running_call(session.events, call_id)
+    answer = types.Content(
+        role="user",
+        parts=[
+            types.Part(
+                function_response=types.FunctionResponse(
+                    name=call.name, id=call_id, response=result
+                )
+            )
+        ],
+    )
+    plan = TurnPlan(
+        # The page's message that holds the call goes on; else the answer is a new one.
+        message_id=call.message_id or f"msg-{uuid.uuid4().hex}",
+        new_message=answer,
+        continuation=True,
+        prior_invocation_id=call.invocation_id,
+        # The result itself: shown on the call's part when the page's message holds it
+        # (ADK does not yield the message it resumes with).
+        replay=[[Event(author="user", invocation_id=call.invocation_id, content=answer)]]
+        if call.message_id is not None
+        else [],
+    )
+    return plan, call

@@ -170,10 +170,12 @@ class StoredPause:
         ``on_end`` when its run has ended, then the socket's live run starts on the answered
         history, unless the chat waits again."""
         lease = _LentLease(self._lease)
-        plan, shared_state = await plan_request(self._bridge, self._chat[0], request, lease)
-        # A live run started meanwhile (by audio) holds the session as it was: it starts again.
-        await run.close()
-        opened = await self._bridge.open_response("live", self._chat, lease, request)
+        async with self._bridge.opening_response(self._chat, lease) as log:
+            plan, shared_state = await plan_request(self._bridge, self._chat[0], request, lease)
+            # A live run started meanwhile (by audio) holds the session as it was: it starts
+            # again.
+            await run.close()
+            opened = await self._bridge.open_response("live", self._chat, request, log)
         self._settled.clear()
 
         def ended() -> None:

@@ -95,15 +95,9 @@ async def _begin(
     chat: ChatKey = (user_id, request.id)
     lease = await take_chat(bridge, chat)
     try:
-        # Active from here: a page that reloads while the request is planned resumes its
-        # answer, rather than reading the chat as it was before the request (ADR 0045).
-        log = await bridge.open_response_log(chat, lease)
-        try:
+        async with bridge.opening_response(chat, lease) as log:
             plan, shared_state = await plan_request(bridge, user_id, request, lease)
-        except BaseException:
-            await log.close()
-            raise
-        opened = await bridge.open_response(transport, chat, lease, request, ai_sdk=ai_sdk, log=log)
+            opened = await bridge.open_response(transport, chat, request, log, ai_sdk=ai_sdk)
     except BaseException:
         await lease.release()
         raise

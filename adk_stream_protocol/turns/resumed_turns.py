@@ -42,7 +42,8 @@ async def begin_resumed_turn(
         if plan is None:
             await lease.release()
             return None
-        opened = await bridge.open_response("stream", chat, lease, None)
+        async with bridge.opening_response(chat, lease) as log:
+            opened = await bridge.open_response("stream", chat, None, log)
     except BaseException:
         await lease.release()
         raise

@@ -17,6 +17,7 @@ from tests.support import (
     InProcessApp,
     LiveSocket,
     SocketClosed,
+    StreamResult,
     Target,
     answer_approvals,
     assistant_message,
@@ -52,6 +53,21 @@ def approvals(app: InProcessApp, outcome: str) -> float:
         if sample.name == "adk_stream_approvals_total"
         and sample.labels == {"transport": "live", "outcome": outcome}
     )
+
+
+def asked_then_deleted(app: InProcessApp, chat_id: str, text: str, waiting: str) -> StreamResult:
+    """On a socket: ask, find the chat waiting (``waiting``: for an approval or the browser),
+    delete it; the socket is closed as deleted and the delete answered 204."""
+    socket = LiveSocket(app, chat_id)
+    try:
+        asked = socket.message(user_message(text, "u1"))
+        assert app.http.get(f"/chats/{chat_id}").json()["waiting"] == waiting
+        deleted = app.http.delete(f"/chats/{chat_id}")
+        closed_as_deleted(socket)
+    finally:
+        socket.close()
+    assert deleted.status_code == 204, deleted.text
+    return asked
 
 
 def assert_gone(app: Target, chat_id: str) -> None:
@@ -121,16 +137,8 @@ def test_a_delete_closes_a_socket_whose_approval_waits_and_the_tool_never_runs(
     as such, never approved), and the approval sent again on a new socket answers nothing."""
     with in_process_app(tmp_path, metrics=True) as app:
         chat_id = new_chat("approval")
-        socket = LiveSocket(app, chat_id)
-        try:
-            asked = socket.message(user_message(PAYMENT, "u1"))
-            assert asked.of_type("tool-approval-request"), asked.types()
-            assert app.http.get(f"/chats/{chat_id}").json()["waiting"] == "approval"
-            deleted = app.http.delete(f"/chats/{chat_id}")
-            closed_as_deleted(socket)
-        finally:
-            socket.close()
-        assert deleted.status_code == 204, deleted.text
+        asked = asked_then_deleted(app, chat_id, PAYMENT, "approval")
+        assert asked.of_type("tool-approval-request"), asked.types()
         assert approvals(app, "cancelled") == 1
         assert approvals(app, "approved") == 0
         assert_gone(app, chat_id)
@@ -150,16 +158,8 @@ def test_a_delete_closes_a_socket_whose_browser_call_waits_and_no_output_is_take
     sent on a new socket answers nothing, and the new chat holds none of it."""
     with in_process_app(tmp_path) as app:
         chat_id = new_chat("browser")
-        socket = LiveSocket(app, chat_id)
-        try:
-            asked = socket.message(user_message("Play music, track 2", "u1"))
-            assert asked.of_type("finish")[0]["finishReason"] == "tool-calls"
-            assert app.http.get(f"/chats/{chat_id}").json()["waiting"] == "browser"
-            deleted = app.http.delete(f"/chats/{chat_id}")
-            closed_as_deleted(socket)
-        finally:
-            socket.close()
-        assert deleted.status_code == 204, deleted.text
+        asked = asked_then_deleted(app, chat_id, "Play music, track 2", "browser")
+        assert asked.of_type("finish")[0]["finishReason"] == "tool-calls"
         assert_gone(app, chat_id)
 
         output = assistant_message(asked)
