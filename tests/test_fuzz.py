@@ -923,8 +923,7 @@ class AppOnItsOwnLoop:
 
     @staticmethod
     async def _cancel_the_rest() -> None:
-        # Such as sse-starlette's shutdown watcher, which waits for a server exit that never
-        # comes without a server.
+        # Whatever a request left running (a stream's listener, a turn's timers).
         rest = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
         for task in rest:
             task.cancel()

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from adk_stream_protocol.protocol.chunks import BaseChunk
 
 DONE = "data: [DONE]\n\n"
-KEEP_ALIVE_COMMENT = "keep-alive"
+# A comment line: clients skip it, proxies see traffic while a stream pauses.
+KEEP_ALIVE = b": keep-alive\n\n"
 
 # The headers the AI SDK's own server sends. The client checks none of them; proxies and
 # other consumers rely on them (x-accel-buffering stops nginx from buffering the stream).

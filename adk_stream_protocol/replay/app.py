@@ -20,14 +20,14 @@ from pathlib import Path
 from fastapi import FastAPI, Request, WebSocket
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
-from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from adk_stream_protocol.foundation.errors import RequestError
 from adk_stream_protocol.foundation.security import add_http_policies, origin_allowed
 from adk_stream_protocol.foundation.settings import Settings
-from adk_stream_protocol.protocol.sse import DONE, KEEP_ALIVE_COMMENT, SSE_HEADERS
+from adk_stream_protocol.protocol.sse import DONE, KEEP_ALIVE, SSE_HEADERS
 from adk_stream_protocol.replay.sockets import ChatSocketReplay, EnvelopeReplay
 from adk_stream_protocol.replay.store import Replay, ReplayStore, load_recordings, paced, sse_event
+from adk_stream_protocol.transports.sse_response import EventStreamResponse
 from adk_stream_protocol.transports.stream import read_chat_request
 
 logger = logging.getLogger(__name__)
@@ -58,12 +58,11 @@ def create_replay_app(
             logger.info("replay: stream request refused status=%s", exc.status)
             return JSONResponse({"detail": exc.message}, status_code=exc.status)
         logger.info("replay: /stream plays %s", replay.name)
-        return EventSourceResponse(
+        return EventStreamResponse(
             _events(replay, speed),
-            headers=dict(SSE_HEADERS),
-            sep="\n",
-            ping=settings.keep_alive_seconds,
-            ping_message_factory=lambda: ServerSentEvent(comment=KEEP_ALIVE_COMMENT, sep="\n"),
+            headers=SSE_HEADERS,
+            keep_alive_seconds=settings.keep_alive_seconds,
+            keep_alive=KEEP_ALIVE,
         )
 
     @app.api_route("/stream/{chat_id}/stream", methods=["GET", "DELETE"])

@@ -1,13 +1,11 @@
 """SIGTERM under uvicorn: drain first, then let uvicorn shut down (docs/adr/0033).
 
-uvicorn closes its listening socket as soon as it sees a signal, and sse-starlette (which it
-patches) cancels every open SSE body half a second later. A rolling restart needs the
-opposite: keep answering (``/health`` says draining, new work gets 503 + ``Retry-After``)
+uvicorn closes its listening socket as soon as it sees a signal, then waits for the open
+responses, however long they take. A rolling restart needs the opposite: keep answering (``/health`` says draining, new work gets 503 + ``Retry-After``)
 while the open responses finish, then end the rest cleanly, and only then shut down.
 
 So at start-up, when uvicorn serves the app from its main thread, ``ShutdownSignals`` takes
-its place as the handler of SIGTERM and SIGINT and turns sse-starlette's automatic drain off.
-A signal runs the drains (``Drain.run``: the whole grace for SIGTERM, none for SIGINT) and
+its place as the handler of SIGTERM and SIGINT. A signal runs the drains (``Drain.run``: the whole grace for SIGTERM, none for SIGINT) and
 then hands the signal to uvicorn. A second signal goes to uvicorn at once. Several apps in
 one process (a folder of agents) drain together under the first one's handler. Anywhere
 else (another server, a thread) nothing changes.
@@ -22,8 +20,6 @@ import threading
 from collections.abc import Awaitable, Callable
 from types import FrameType
 from typing import Any
-
-from sse_starlette.sse import AppStatus
 
 logger = logging.getLogger(__name__)
 
@@ -58,8 +54,6 @@ class ShutdownSignals:
         signals._drains.append((drain, grace))
         for sig in _SIGNALS:
             signal.signal(sig, signals._on_signal)
-        # Open SSE bodies end through the drain, not by sse-starlette's cancellation.
-        AppStatus.enable_automatic_graceful_drain = False  # its disable_automatic_graceful_drain()
         return signals
 
     def remove(self, drain: DrainFunction) -> None:
@@ -68,7 +62,6 @@ class ShutdownSignals:
             for sig, previous in self._previous.items():
                 if signal.getsignal(sig) == self._on_signal:
                     signal.signal(sig, previous)
-            AppStatus.enable_automatic_graceful_drain = True
 
     def _on_signal(self, sig: int, frame: FrameType | None) -> None:
         if self._signalled:  # a second signal: uvicorn's own handling, now

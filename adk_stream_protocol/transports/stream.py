@@ -20,7 +20,6 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
-from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from adk_stream_protocol.coordination.base import ChatKey
 from adk_stream_protocol.foundation.errors import RequestError
@@ -28,8 +27,9 @@ from adk_stream_protocol.foundation.identity import current_user
 from adk_stream_protocol.foundation.limits import RequestLimits, ResponseSlots, run_bounded
 from adk_stream_protocol.foundation.outages import REDIS
 from adk_stream_protocol.foundation.settings import Settings
-from adk_stream_protocol.protocol.sse import KEEP_ALIVE_COMMENT, SSE_HEADERS
+from adk_stream_protocol.protocol.sse import KEEP_ALIVE, SSE_HEADERS
 from adk_stream_protocol.protocol.ui_messages import CHAT_ID_PATTERN, ChatRequest, parse_chat_body
+from adk_stream_protocol.transports.sse_response import EventStreamResponse
 from adk_stream_protocol.turns.bridge import Bridge, bridge_of
 from adk_stream_protocol.turns.request_turns import RequestTurn, begin_request_turn
 from adk_stream_protocol.turns.resumed_turns import begin_resumed_turn
@@ -112,14 +112,13 @@ async def stream(request: Request, user_id: Annotated[str, Depends(current_user)
     return _event_stream(sink.body(turn), bridge.settings)
 
 
-def _event_stream(body: AsyncIterator[bytes], settings: Settings) -> EventSourceResponse:
+def _event_stream(body: AsyncIterator[bytes], settings: Settings) -> EventStreamResponse:
     """Framed events as an SSE response, with keep-alive comments while they pause."""
-    return EventSourceResponse(
+    return EventStreamResponse(
         body,
-        headers=dict(SSE_HEADERS),
-        sep="\n",
-        ping=settings.keep_alive_seconds,
-        ping_message_factory=lambda: ServerSentEvent(comment=KEEP_ALIVE_COMMENT, sep="\n"),
+        headers=SSE_HEADERS,
+        keep_alive_seconds=settings.keep_alive_seconds,
+        keep_alive=KEEP_ALIVE,
     )
 
 
@@ -307,10 +306,9 @@ class QueueSink:
         self._reader_gone = False  # nobody reads the queue any more (a resumable response)
 
     async def send(self, events: Sequence[bytes]) -> None:
-        if self._reader_gone:
-            return
-        for event in events:
-            self._queue.put_nowait(event)
+        # The events of one delivery travel together: one write to the socket, not one each.
+        if not self._reader_gone and events:
+            self._queue.put_nowait(b"".join(events))
 
     async def close(self) -> None:
         if not self._closed:
@@ -318,11 +316,22 @@ class QueueSink:
             self._queue.put_nowait(None)
 
     async def body(self, turn: RequestTurn) -> AsyncIterator[bytes]:
-        # Bytes pass through sse-starlette untouched; it only adds the keep-alive comments.
+        # The bytes go to the socket as they are (EventStreamResponse adds only keep-alives).
         completed = False
+        queue = self._queue
         try:
-            while (event := await self._queue.get()) is not None:
-                yield event
+            while (events := await queue.get()) is not None:
+                # What queued meanwhile joins it (a slow reader gets fewer, larger writes).
+                end = False
+                while not queue.empty():
+                    more = queue.get_nowait()
+                    if more is None:
+                        end = True
+                        break
+                    events += more
+                yield events
+                if end:
+                    break
             completed = True
         finally:
             if not completed:
