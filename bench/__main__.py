@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -162,8 +163,16 @@ def main() -> None:
     parser.add_argument("--size", choices=sorted(SIZES), default="moderate")
     parser.add_argument("--only", nargs="+", choices=BENCHMARKS, default=list(BENCHMARKS))
     parser.add_argument("--output", type=Path, default=ROOT / "bench" / "RESULTS.md")
+    parser.add_argument(
+        "--load-runs",
+        type=int,
+        help="runs of the load benchmarks (concurrency, hardening, scale-out) instead of the "
+        "size's own: more runs, a steadier median on a noisy machine",
+    )
     args = parser.parse_args()
     size = SIZES[args.size]
+    if args.load_runs:
+        size = dataclasses.replace(size, load_runs=args.load_runs)
     start = time.perf_counter()
     figures = run(size, tuple(args.only))
     text = report(size, figures, time.perf_counter() - start)

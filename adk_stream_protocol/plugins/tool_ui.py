@@ -4,11 +4,12 @@ A tool calls ``await send_data(tool_context, "progress", {...}, id="x")`` and th
 message gets a ``data-progress`` part (or, with ``transient=True``, only its ``onData``
 callback). The chunk goes to the response that is answering the tool's chat right now.
 
-The route is ``ToolUiPlugin``: the Bridge adds one to both runners, and a turn tells it, for
-as long as it runs, where its chat's data goes (``open_route``/``close_route``). A tool finds
-the plugin through its own invocation (ADK's plugin manager): no module-level state. A
-chat runs one turn at a time (its lease), so the chat names the turn. Outside a served turn
-(``adk web``, a test calling the tool directly) ``send_data`` does nothing.
+The route is ``ToolUiPlugin``: the Bridge adds one to both runners (in their plugin chains,
+docs/adr/0053), and a turn tells it, for as long as it runs, where its chat's data goes
+(``open_route``/``close_route``). A tool finds the plugin through its own invocation (ADK's
+plugin manager): no module-level state. A chat runs one turn at a time (its lease), so the
+chat names the turn. Outside a served turn (``adk web``, a test calling the tool directly)
+``send_data`` does nothing.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 from google.adk.plugins import BasePlugin
 from google.adk.tools import ToolContext
 
+from adk_stream_protocol.plugins.chain import find_plugin
 from adk_stream_protocol.protocol.chunks import DataChunk
 from adk_stream_protocol.protocol.event_values import json_safe
 
@@ -71,7 +73,7 @@ async def send_data(
     chunk = DataChunk(
         type=f"data-{name}", data=json_safe(data), id=id, transient=True if transient else None
     )
-    plugin = tool_context.get_invocation_context().plugin_manager.get_plugin(PLUGIN_NAME)
+    plugin = find_plugin(tool_context.get_invocation_context().plugin_manager, PLUGIN_NAME)
     chat = (tool_context.session.user_id, tool_context.session.id)
     route = plugin.route(chat) if isinstance(plugin, ToolUiPlugin) else None
     if route is None:

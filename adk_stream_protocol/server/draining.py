@@ -1,14 +1,16 @@
 """SIGTERM under uvicorn: drain first, then let uvicorn shut down (docs/adr/0033).
 
 uvicorn closes its listening socket as soon as it sees a signal, then waits for the open
-responses, however long they take. A rolling restart needs the opposite: keep answering (``/health`` says draining, new work gets 503 + ``Retry-After``)
-while the open responses finish, then end the rest cleanly, and only then shut down.
+responses, however long they take. A rolling restart needs the opposite: keep answering
+(``/health`` says draining, new work gets 503 + ``Retry-After``) while the open responses
+finish, then end the rest cleanly, and only then shut down.
 
 So at start-up, when uvicorn serves the app from its main thread, ``ShutdownSignals`` takes
-its place as the handler of SIGTERM and SIGINT. A signal runs the drains (``Drain.run``: the whole grace for SIGTERM, none for SIGINT) and
-then hands the signal to uvicorn. A second signal goes to uvicorn at once. Several apps in
-one process (a folder of agents) drain together under the first one's handler. Anywhere
-else (another server, a thread) nothing changes.
+its place as the handler of SIGTERM and SIGINT. A signal runs the drains (``Drain.run``: the
+whole grace for SIGTERM, none for SIGINT) and then hands the signal to uvicorn. A second
+signal goes to uvicorn at once. Several apps in one process (a folder of agents) drain
+together under the first one's handler. Anywhere else (another server, a thread) nothing
+changes.
 """
 
 from __future__ import annotations

@@ -40,6 +40,7 @@ from adk_stream_protocol.observability.metrics import Metrics
 from adk_stream_protocol.observability.recording import Recorder
 from adk_stream_protocol.observability.telemetry import Telemetry
 from adk_stream_protocol.plugins.approvals import LiveApprovalPlugin
+from adk_stream_protocol.plugins.chain import chained
 from adk_stream_protocol.plugins.page_states import PageStates
 from adk_stream_protocol.plugins.running_tools import RunningTools
 from adk_stream_protocol.plugins.steering import SteeringPlugin
@@ -63,6 +64,10 @@ from adk_stream_protocol.turns.drain import Drain
 from adk_stream_protocol.turns.response import UnloggedResponse
 
 logger = logging.getLogger(__name__)
+
+# The names our plugin chains are registered under, in each runner (docs/adr/0053).
+PLUGINS = "adk_stream_protocol"
+LIVE_PLUGINS = "adk_stream_protocol_live"
 
 # What the server runs: an ADK agent, or an App around one.
 AgentLike = BaseAgent | App
@@ -124,16 +129,16 @@ class Bridge:
         app = agent if isinstance(agent, App) else App(name=settings.app_name, root_agent=agent)
         # Which tools run now, first so that it sees every call end (docs/adr/0033).
         self.running_tools = RunningTools()
-        # Steering messages of a resumed turn reach the model (docs/adr/0022).
+        # Steering messages of a resumed turn reach the model (docs/adr/0022). Ours are
+        # registered as one plugin where the app's order allows (docs/adr/0053).
         steered = app.model_copy(
             update={
-                "plugins": [
-                    self.running_tools,
-                    *app.plugins,
-                    SteeringPlugin(),
-                    self.tool_ui,
-                    self.tool_starts,
-                ]
+                "plugins": chained(
+                    PLUGINS,
+                    [self.running_tools],
+                    app.plugins,
+                    [SteeringPlugin(), self.tool_ui, self.tool_starts],
+                )
             }
         )
         self.runner = Runner(
@@ -159,7 +164,14 @@ class Bridge:
         with _quiet_registrations(p.name for p in steered.plugins):
             self.live_runner = Runner(
                 app=live_app.model_copy(
-                    update={"plugins": [*live_app.plugins, gate, self.tool_ui, self.tool_starts]}
+                    update={
+                        "plugins": chained(
+                            LIVE_PLUGINS,
+                            [],
+                            live_app.plugins,
+                            [gate, self.tool_ui, self.tool_starts],
+                        )
+                    }
                 ),
                 session_service=service,
                 artifact_service=self.artifact_service,
