@@ -107,20 +107,21 @@ NOTES = """## Reading the numbers
 
 - **Converter vs the orjson floor** (goal ≤ 3x, missed): the floor only serialises ready-made
   dicts in Rust (about 0.15 µs a chunk) and never looks at an ADK event. Only reading of the
-  events what the converter reads (the "only reading the ADK events" row, our own floor)
-  already costs about 2.4x the orjson floor. On top of that ours decides steps and blocks and
-  makes each chunk a pydantic object: the chunks of every streamed word (steps, text and
-  reasoning blocks and deltas) are built without validation (0.45 µs) and written with orjson,
-  the rest validated and written by pydantic-core (docs/adr/0050; earlier rounds in
-  docs/adr/0018). Tests hold every chunk the converter emits to the catalogue and to
-  pydantic's bytes. Closer would need chunks that are not pydantic objects, which the turns,
-  recording and coalescing code consume.
-- **End-to-end**: the benchmark model streams with no pause, so the figures are the servers'
-  own cost, and most of it is ADK's: `Runner.run_async` with its per-event telemetry costs
-  about 0.3–0.5 ms per partial in either server. In a py-spy profile of our server under the
-  `/stream` load, under 4% of the samples are self time in the bridge's own code
-  (`adk_stream_protocol` 2.2%, `sse_starlette` 1.3%); ADK and the pydantic models it builds
-  take most of the rest.
+  events what the converter reads (the "only reading the ADK events" row, our own floor) already
+  costs about 2.4x the orjson floor, and that reading followed by the orjson floor's writing, with
+  nothing between (the "bare floor" row), 3.4–3.9x: no converter that reads the events ours reads
+  and writes with orjson can come within 3x. On top of that ours decides steps and blocks and
+  makes each chunk a pydantic object: the chunks of every streamed word (steps, text and reasoning
+  blocks and deltas) are built without validation (0.45 µs) and written with orjson, the rest
+  validated and written by pydantic-core (docs/adr/0050; earlier rounds in docs/adr/0018). Tests
+  hold every chunk the converter emits to the catalogue and to pydantic's bytes. Closer would need
+  chunks that are not pydantic objects, which the turns, recording and coalescing code consume.
+- **End-to-end**: the benchmark model streams with no pause, so the figures are the servers' own
+  cost, and most of it is ADK's: `Runner.run_async` with its per-event telemetry costs about
+  0.3–0.5 ms per partial in either server. In a py-spy profile of our server under the `/stream`
+  load, under 4% of the samples are self time in the bridge's own code (`adk_stream_protocol`
+  2.2%, `sse_starlette` 1.3%, which ADR 0052 replaced); ADK and the pydantic models it builds take
+  most of the rest.
 - **500 concurrent `/stream`**: one server process on one core; every answer costs about 25 ms
   of CPU, nearly all of it ADK's, so 500 arrivals at once queue for seconds in both servers,
   and p50/p99 measure that queue (which server is ahead changes from run to run). The

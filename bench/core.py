@@ -232,7 +232,6 @@ def machine() -> dict[str, str]:
         "fastapi",
         "starlette",
         "uvicorn",
-        "sse-starlette",
         "pydantic",
         "pydantic-core",
         "httpx",
