@@ -14,11 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from google.adk.agents.callback_context import CallbackContext
-from google.adk.models import LlmRequest, LlmResponse
+from google.adk.models import LlmResponse
 from google.adk.plugins import BasePlugin
 from google.adk.plugins.plugin_manager import PluginManager
-from google.adk.tools import BaseTool, ToolContext
 
 # The callbacks a chain passes on: every one that a plugin of ours implements.
 FORWARDED = frozenset(
@@ -61,61 +59,30 @@ class PluginChain(BasePlugin):
     def member(self, name: str) -> BasePlugin | None:
         return next((m for m in self.members if m.name == name), None)
 
-    async def _first(self, callback: str, **kwargs: Any) -> Any:
+    async def _first(self, callback: str, arguments: dict[str, Any]) -> Any:
         for method in self._implementers[callback]:
-            result = await method(**kwargs)
+            result = await method(**arguments)
             if result is not None:
                 return result
         return None
 
-    async def before_model_callback(
-        self, *, callback_context: CallbackContext, llm_request: LlmRequest
-    ) -> LlmResponse | None:
-        result: LlmResponse | None = await self._first(
-            "before_model_callback", callback_context=callback_context, llm_request=llm_request
-        )
+    # ADK calls these with keyword arguments only (BasePlugin's signatures): they go on as
+    # they came.
+
+    async def before_model_callback(self, **arguments: Any) -> LlmResponse | None:
+        result: LlmResponse | None = await self._first("before_model_callback", arguments)
         return result
 
-    async def before_tool_callback(
-        self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext
-    ) -> dict[str, Any] | None:
-        result: dict[str, Any] | None = await self._first(
-            "before_tool_callback", tool=tool, tool_args=tool_args, tool_context=tool_context
-        )
+    async def before_tool_callback(self, **arguments: Any) -> dict[str, Any] | None:
+        result: dict[str, Any] | None = await self._first("before_tool_callback", arguments)
         return result
 
-    async def after_tool_callback(
-        self,
-        *,
-        tool: BaseTool,
-        tool_args: dict[str, Any],
-        tool_context: ToolContext,
-        result: dict[str, Any],
-    ) -> dict[str, Any] | None:
-        replaced: dict[str, Any] | None = await self._first(
-            "after_tool_callback",
-            tool=tool,
-            tool_args=tool_args,
-            tool_context=tool_context,
-            result=result,
-        )
-        return replaced
+    async def after_tool_callback(self, **arguments: Any) -> dict[str, Any] | None:
+        result: dict[str, Any] | None = await self._first("after_tool_callback", arguments)
+        return result
 
-    async def on_tool_error_callback(
-        self,
-        *,
-        tool: BaseTool,
-        tool_args: dict[str, Any],
-        tool_context: ToolContext,
-        error: Exception,
-    ) -> dict[str, Any] | None:
-        result: dict[str, Any] | None = await self._first(
-            "on_tool_error_callback",
-            tool=tool,
-            tool_args=tool_args,
-            tool_context=tool_context,
-            error=error,
-        )
+    async def on_tool_error_callback(self, **arguments: Any) -> dict[str, Any] | None:
+        result: dict[str, Any] | None = await self._first("on_tool_error_callback", arguments)
         return result
 
 

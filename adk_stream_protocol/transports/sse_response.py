@@ -66,7 +66,10 @@ class _Stream:
     def __init__(self, send: Send, keep_alive_seconds: float, keep_alive: bytes) -> None:
         self._send = send
         self._loop = asyncio.get_running_loop()
-        self._task = asyncio.current_task()
+        task = asyncio.current_task()
+        if task is None:
+            raise RuntimeError("an SSE response is written from a task")
+        self._task = task
         self._keep_alive_seconds = keep_alive_seconds
         self._keep_alive: Message = {
             "type": "http.response.body",
@@ -78,6 +81,7 @@ class _Stream:
         self._client_left = False
         self._ended = False
         self._timer: asyncio.TimerHandle | None = None
+        self._keep_alive_write: asyncio.Task[None] | None = None  # held: the loop keeps no ref
 
     async def run(self, start: Message, body: AsyncIterator[bytes], receive: Receive) -> None:
         listener = self._loop.create_task(self._listen(receive))
@@ -91,6 +95,8 @@ class _Stream:
             listener.cancel()
             if self._timer is not None:
                 self._timer.cancel()
+            if self._keep_alive_write is not None:
+                self._keep_alive_write.cancel()
             await _aclose(body)
 
     async def _write_all(self, body: AsyncIterator[bytes]) -> None:
@@ -99,7 +105,7 @@ class _Stream:
                 await self._write(data)
         except asyncio.CancelledError:
             # The listener cancels this task when the client leaves; anything else goes on.
-            if not self._client_left or self._task is None or self._task.uncancel() > 0:
+            if not self._client_left or self._task.uncancel() > 0:
                 raise
             return
         self._ended = True
@@ -113,7 +119,7 @@ class _Stream:
             message = await receive()
             if message["type"] == "http.disconnect":
                 break
-        if not self._ended and self._task is not None:
+        if not self._ended:
             logger.debug("sse client left")
             self._client_left = True
             self._task.cancel()
@@ -121,7 +127,7 @@ class _Stream:
     def _keep_alive_due(self) -> None:
         quiet = self._loop.time() - self._written_at
         if quiet >= self._keep_alive_seconds and not self._writing and not self._ended:
-            self._loop.create_task(self._write_keep_alive())
+            self._keep_alive_write = self._loop.create_task(self._write_keep_alive())
             quiet = 0.0
         self._timer = self._loop.call_later(self._keep_alive_seconds - quiet, self._keep_alive_due)
 

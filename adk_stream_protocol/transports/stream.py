@@ -306,32 +306,36 @@ class QueueSink:
         self._reader_gone = False  # nobody reads the queue any more (a resumable response)
 
     async def send(self, events: Sequence[bytes]) -> None:
-        # The events of one delivery travel together: one write to the socket, not one each.
-        if not self._reader_gone and events:
-            self._queue.put_nowait(b"".join(events))
+        if self._reader_gone:
+            return
+        for event in events:
+            self._queue.put_nowait(event)
 
     async def close(self) -> None:
         if not self._closed:
             self._closed = True
             self._queue.put_nowait(None)
 
+    def _joined(self, first: bytes) -> tuple[bytes, bool]:
+        """``first`` and what queued behind it, as one write: a delivery's events go out
+        together, and a slow reader gets fewer, larger writes. True when the end was among
+        them."""
+        parts = [first]
+        while not self._queue.empty():
+            more = self._queue.get_nowait()
+            if more is None:
+                return b"".join(parts), True
+            parts.append(more)
+        return b"".join(parts), False
+
     async def body(self, turn: RequestTurn) -> AsyncIterator[bytes]:
         # The bytes go to the socket as they are (EventStreamResponse adds only keep-alives).
         completed = False
-        queue = self._queue
         try:
-            while (events := await queue.get()) is not None:
-                # What queued meanwhile joins it (a slow reader gets fewer, larger writes).
-                end = False
-                while not queue.empty():
-                    more = queue.get_nowait()
-                    if more is None:
-                        end = True
-                        break
-                    events += more
+            end = False
+            while not end and (first := await self._queue.get()) is not None:
+                events, end = self._joined(first)
                 yield events
-                if end:
-                    break
             completed = True
         finally:
             if not completed:

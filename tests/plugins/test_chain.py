@@ -3,6 +3,7 @@ members implement, in their order, and stops where ADK's plugin manager would.""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -24,16 +25,50 @@ from adk_stream_protocol.plugins.tool_ui import ToolUiPlugin
 
 
 class Recording(BasePlugin):
-    """Records its before-tool calls; answers them when given an answer."""
+    """Records each call of the callbacks a chain passes on, with what it was given; answers
+    them when given an answer."""
 
-    def __init__(self, name: str, calls: list[str], answer: dict[str, Any] | None = None) -> None:
+    def __init__(self, name: str, calls: list[str], answer: Any = None) -> None:
         super().__init__(name=name)
         self.calls = calls
         self.answer = answer
+        self.arguments: list[dict[str, Any]] = []
 
-    async def before_tool_callback(self, **kwargs: Any) -> dict[str, Any] | None:
-        self.calls.append(self.name)
+    async def _record(self, callback: str, arguments: dict[str, Any]) -> Any:
+        self.calls.append(f"{self.name}.{callback}")
+        self.arguments.append(arguments)
         return self.answer
+
+    async def before_model_callback(self, **arguments: Any) -> Any:
+        return await self._record("before_model_callback", arguments)
+
+    async def before_tool_callback(self, **arguments: Any) -> Any:
+        return await self._record("before_tool_callback", arguments)
+
+    async def after_tool_callback(self, **arguments: Any) -> Any:
+        return await self._record("after_tool_callback", arguments)
+
+    async def on_tool_error_callback(self, **arguments: Any) -> Any:
+        return await self._record("on_tool_error_callback", arguments)
+
+
+# Each callback a chain passes on, as ADK's plugin manager runs it (Recording reads none of
+# the arguments: stand-ins do, passed through as they are).
+STAND_IN: Any = object()
+CALLBACKS: dict[str, Callable[[PluginManager], Awaitable[Any]]] = {
+    "before_model_callback": lambda m: m.run_before_model_callback(
+        callback_context=STAND_IN, llm_request=STAND_IN
+    ),
+    "before_tool_callback": lambda m: m.run_before_tool_callback(
+        tool=STAND_IN, tool_args={}, tool_context=STAND_IN
+    ),
+    "after_tool_callback": lambda m: m.run_after_tool_callback(
+        tool=STAND_IN, tool_args={}, tool_context=STAND_IN, result={"ok": 1}
+    ),
+    "on_tool_error_callback": lambda m: m.run_on_tool_error_callback(
+        tool=STAND_IN, tool_args={}, tool_context=STAND_IN, error=ValueError("x")
+    ),
+}
 
 
 class Quiet(BasePlugin):
@@ -57,33 +92,35 @@ def test_a_chain_refuses_a_member_whose_callbacks_it_would_drop() -> None:
         PluginChain("ours", [Quiet(name="quiet"), OnEvents(name="events")])
 
 
+def test_every_callback_it_passes_on_is_run_here() -> None:
+    assert set(CALLBACKS) == FORWARDED
+
+
+@pytest.mark.parametrize("callback", sorted(CALLBACKS))
 @pytest.mark.asyncio
-async def test_members_answer_in_order_until_one_answers() -> None:
+async def test_members_answer_in_order_until_one_answers(callback: str) -> None:
+    run = CALLBACKS[callback]
     calls: list[str] = []
+    a = Recording("a", calls)
     chain = PluginChain(
         "ours",
         [
-            Recording("a", calls),
+            a,
             Quiet(name="quiet"),
             Recording("b", calls, answer={"from": "b"}),
             Recording("c", calls),
         ],
     )
     answered = PluginManager(plugins=[chain, Recording("after", calls)])
-    assert await _before_tool(answered) == {"from": "b"}
-    assert calls == ["a", "b"], "c and the plugin after the chain are not asked"
+    assert await run(answered) == {"from": "b"}
+    assert calls == [f"a.{callback}", f"b.{callback}"], "c and the plugin after it not asked"
+    assert STAND_IN in a.arguments[0].values(), "the arguments go on as ADK gave them"
     calls.clear()
     unanswered = PluginManager(
         plugins=[PluginChain("ours", [Recording("a", calls)]), Recording("z", calls)]
     )
-    assert await _before_tool(unanswered) is None
-    assert calls == ["a", "z"]
-
-
-async def _before_tool(manager: PluginManager) -> Any:
-    # Recording reads none of them: ADK's manager passes them through as they are.
-    none: Any = None
-    return await manager.run_before_tool_callback(tool=none, tool_args={}, tool_context=none)
+    assert await run(unanswered) is None
+    assert calls == [f"a.{callback}", f"z.{callback}"]
 
 
 def test_ours_are_one_plugin_unless_the_apps_own_stand_between() -> None:

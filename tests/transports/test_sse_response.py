@@ -1,5 +1,6 @@
 """The SSE response itself (ADR 0052) on real uvicorn: keep-alive comments only while the
-body pauses, the body closed as soon as the client leaves, nothing run for a HEAD request."""
+body pauses, the body closed as soon as the client leaves, nothing run for a HEAD request;
+and the /stream body's writes, one per delivery."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -16,6 +18,7 @@ from fastapi.responses import PlainTextResponse
 
 from adk_stream_protocol.protocol.sse import KEEP_ALIVE, SSE_HEADERS
 from adk_stream_protocol.transports.sse_response import EventStreamResponse
+from adk_stream_protocol.transports.stream import QueueSink
 from tests.support import LiveServer, serve_app_in_thread
 
 KEEP_ALIVE_SECONDS = 0.1
@@ -106,3 +109,16 @@ def test_a_head_request_gets_the_headers_and_runs_nothing(
     assert response.status_code == 200
     assert response.headers["content-type"] == "text/event-stream"
     assert not body.started.is_set()
+
+
+@pytest.mark.asyncio
+async def test_a_sink_writes_each_delivery_and_what_queued_behind_it_at_once() -> None:
+    sink = QueueSink()
+    unused: Any = None  # the turn is told only of a body abandoned before its end
+    body = sink.body(unused)
+    await sink.send([b"data: 1\n\n", b"data: 2\n\n"])
+    assert await anext(body) == b"data: 1\n\ndata: 2\n\n", "one delivery, one write"
+    await sink.send([b"data: 3\n\n"])
+    await sink.send([b"data: 4\n\n"])  # queued while the reader was away
+    await sink.close()
+    assert [events async for events in body] == [b"data: 3\n\ndata: 4\n\n"]
