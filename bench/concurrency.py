@@ -147,9 +147,9 @@ def run(size: Size) -> list[Figure]:
                 "ms",
                 "lower",
                 cmp,
-                # issue 27 (/stream): at most 0.7x ADK's; the rest of ADK's run loop is why not
+                # issue 27 (/stream): at most 0.7x ADK's
                 goal=0.7 if transport == "stream" else None,
-                why="ADK's own run loop, bench/PROFILE.md" if transport == "stream" else "",
+                why="our layer's cost, bench/PROFILE.md" if transport == "stream" else "",
             ),
         ]
     first_turn = Figure(

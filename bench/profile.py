@@ -4,8 +4,10 @@
 ``python -m bench.profile stream|live`` puts our server under benchmark 3's kind of load and
 samples it from outside with py-spy (no change to the server), then prints the functions
 with the most samples, inclusive and self; ``--server adk`` samples ADK's own server under
-the same load instead. Frames are grouped as issue 27 asks: ours, ADK (and google-genai),
-Starlette/uvicorn (the ASGI stack), asyncio, pydantic, and the rest.
+the same load instead. ``python -m bench.profile layer`` measures, in one process, what our
+layer costs on top of ADK's run loop (bench/layer.py). Frames are grouped as issue 27 asks:
+ours, ADK (and google-genai), Starlette/uvicorn (the ASGI stack), asyncio, pydantic, and the
+rest.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench import concurrency, converter
+from bench import concurrency, converter, layer
 from bench.core import SIZES, raise_open_file_limit
 from bench.servers import Kind, serve
 
@@ -155,13 +157,16 @@ def _frame(frame: str) -> tuple[str, str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("what", choices=["converter", "stream", "live"])
+    parser.add_argument("what", choices=["converter", "stream", "live", "layer"])
     parser.add_argument("--seconds", type=int, default=20)
     parser.add_argument("--server", choices=["ours", "adk"], default="ours")
     parser.add_argument("--keep", type=Path, help="write the collapsed stacks here too")
+    parser.add_argument("--rounds", type=int, default=12, help="layer: alternating rounds")
     args = parser.parse_args()
     if args.what == "converter":
         profile_converter()
+    elif args.what == "layer":
+        print(layer.measure(rounds=args.rounds).summary())
     else:
         profile_server(args.what, args.seconds, args.server, args.keep)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from bench import layer
 from bench.__main__ import BENCHMARKS as MODULES
 from bench.__main__ import report, run
 from bench.core import SIZES
@@ -62,3 +63,13 @@ def test_the_benchmarks_yield_figures_and_a_table(only: tuple[str, ...], tmp_pat
     assert "| cores |" in text and "| Python |" in text
     for benchmark in GROUPS[only]:
         assert f"| {benchmark} |" in text
+
+
+@pytest.mark.bench
+def test_the_layer_split_measures_both_ways_to_the_same_answers() -> None:
+    """``python -m bench.profile layer``: the runner alone and the whole app, every round."""
+    cost = layer.measure(rounds=2, answers=2, words=20, pace=0.0, warm_up=1)
+
+    assert len(cost.runner) == len(cost.app) == 2
+    assert all(math.isfinite(v) and v > 0 for v in cost.runner + cost.app)
+    assert "app / runner" in cost.summary()

@@ -25,6 +25,7 @@ class DeltaCoalescer:
         self.window_seconds = window_seconds
         self._begun: set[tuple[str, str]] = set()  # blocks whose first delta went out
         self._held: Delta | None = None
+        self._joined: list[str] = []  # the deltas that joined the held one, merged on release
 
     @property
     def holding(self) -> bool:
@@ -46,7 +47,7 @@ class DeltaCoalescer:
                 out.extend(self.release())
                 out.append(chunk)
             elif held is not None and (held.type, held.id) == block:
-                self._held = held.model_copy(update={"delta": held.delta + chunk.delta})
+                self._joined.append(chunk.delta)
             else:
                 out.extend(self.release())
                 self._held = chunk
@@ -55,4 +56,9 @@ class DeltaCoalescer:
     def release(self) -> list[BaseChunk]:
         """The held delta, if any: its window is over, or something must follow it."""
         held, self._held = self._held, None
-        return [held] if held is not None else []
+        if held is None:
+            return []
+        if self._joined:  # one copy per release, not one per delta that joined
+            held = held.model_copy(update={"delta": "".join([held.delta, *self._joined])})
+            self._joined.clear()
+        return [held]
