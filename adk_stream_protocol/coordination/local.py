@@ -61,10 +61,7 @@ class LocalChatLeases:
         lock = self._locks.setdefault(chat, asyncio.Lock())
         self._users[chat] = self._users.get(chat, 0) + 1
         try:
-            if lock.locked():
-                await asyncio.wait_for(lock.acquire(), wait_seconds)
-            else:  # free: taken at once, without wait_for's task and timer
-                await lock.acquire()
+            await asyncio.wait_for(lock.acquire(), wait_seconds)
         except BaseException:
             self._forget(chat)
             raise
