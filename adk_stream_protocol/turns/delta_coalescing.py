@@ -25,7 +25,6 @@ class DeltaCoalescer:
         self.window_seconds = window_seconds
         self._begun: set[tuple[str, str]] = set()  # blocks whose first delta went out
         self._held: Delta | None = None
-        self._joined: list[str] = []  # the deltas that joined the held one, merged on release
 
     @property
     def holding(self) -> bool:
@@ -47,7 +46,7 @@ class DeltaCoalescer:
                 out.extend(self.release())
                 out.append(chunk)
             elif held is not None and (held.type, held.id) == block:
-                self._joined.append(chunk.delta)
+                self._held = held.model_copy(update={"delta": held.delta + chunk.delta})
             else:
                 out.extend(self.release())
                 self._held = chunk
@@ -56,9 +55,4 @@ class DeltaCoalescer:
     def release(self) -> list[BaseChunk]:
         """The held delta, if any: its window is over, or something must follow it."""
         held, self._held = self._held, None
-        if held is None:
-            return []
-        if self._joined:  # one copy per release, not one per delta that joined
-            held = held.model_copy(update={"delta": "".join([held.delta, *self._joined])})
-            self._joined.clear()
-        return [held]
+        return [held] if held is not None else []
