@@ -53,6 +53,10 @@ def payments_env(
         "RESULT_READY": str(ready),
         "RESULT_WAIT": "1",
         "ADK_STREAM_RESULT_RETRY_SECONDS": "30",
+        # Not the faults' 1 s: a server's first turn (cold imports, the first connections) on a
+        # busy 2-core CI machine once stalled past it and lost its lease before the approval
+        # was asked. These tests lapse no lease; they stop the session store.
+        "ADK_STREAM_LEASE_TTL_SECONDS": "5",
     }
 
 
