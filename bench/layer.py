@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import statistics
 import time
 from collections.abc import Awaitable, Callable
@@ -25,9 +24,9 @@ from dataclasses import dataclass
 import httpx
 from google.genai import types
 
+from adk_stream_protocol import Settings, create_app
 from bench.agent import long_prompt, root_agent
 from bench.clients import chat_body, new_chat, user_message
-from bench.servers import OUR_ENV
 
 
 @dataclass(frozen=True)
@@ -49,9 +48,9 @@ class LayerCost:
 
 
 async def _measure(rounds: int, answers: int, words: int, pace: float, warm_up: int) -> LayerCost:
-    from adk_stream_protocol import create_app  # after the environment is set
-
-    app = create_app(root_agent)
+    # Benchmark 3's server: sessions in memory, no cap on the responses open at once.
+    settings = Settings(session_store="memory://", max_concurrent_responses=0)
+    app = create_app(root_agent, settings=settings)
     prompt = long_prompt(words, 10, pace)
     message = types.Content(role="user", parts=[types.Part(text=prompt)])
     async with app.router.lifespan_context(app):
@@ -77,8 +76,11 @@ async def _measure(rounds: int, answers: int, words: int, pace: float, warm_up: 
                 body = chat_body(new_chat(), user_message(prompt))
                 async with http.stream("POST", "/stream", json=body) as response:
                     response.raise_for_status()
-                    async for _ in response.aiter_raw():
-                        pass
+                    last = b""
+                    async for piece in response.aiter_raw():
+                        last = piece
+                if not last.endswith(b"data: [DONE]\n\n"):
+                    raise RuntimeError(f"the answer did not end: {last[-200:]!r}")
 
             async def cpu_per_answer(one: Callable[[], Awaitable[None]]) -> float:
                 start = time.process_time()
@@ -105,20 +107,8 @@ def measure(
 ) -> LayerCost:
     """Benchmark 3's answer (``words`` words, 10 per partial, ``pace`` s apart), ``answers``
     at once per round."""
-    settings = {
-        **OUR_ENV,
-        "ADK_STREAM_MODEL": "offline-demo",
-        "ADK_STREAM_MAX_CONCURRENT_RESPONSES": "0",
-    }
-    before = {name: os.environ.get(name) for name in settings}
-    os.environ.update(settings)
     logging.disable(logging.INFO)  # a line per request would be measured too
     try:
         return asyncio.run(_measure(rounds, answers, words, pace, warm_up))
     finally:
         logging.disable(logging.NOTSET)
-        for name, value in before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
