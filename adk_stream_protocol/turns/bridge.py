@@ -21,7 +21,6 @@ from google.adk.apps import App
 from google.adk.plugins import plugin_manager
 from google.adk.runners import Runner
 from google.adk.sessions import Session
-from google.adk.telemetry import TelemetryConfig
 from google.genai import types
 from starlette.datastructures import State
 
@@ -36,6 +35,7 @@ from adk_stream_protocol.coordination.base import (
 from adk_stream_protocol.foundation.limits import ResponseSlots
 from adk_stream_protocol.foundation.outages import Outages, outage_of
 from adk_stream_protocol.foundation.settings import Settings
+from adk_stream_protocol.observability.adk_telemetry import resolved_telemetry_config
 from adk_stream_protocol.observability.metrics import Metrics
 from adk_stream_protocol.observability.recording import Recorder
 from adk_stream_protocol.observability.telemetry import Telemetry
@@ -105,8 +105,9 @@ class Bridge:
         self.coordination = coordination
         self.telemetry = Telemetry(Metrics() if settings.metrics else None)
         # Every run's telemetry switches, read from the environment once: a run given none
-        # builds them anew several times per streamed partial (docs/adr/0049).
-        self.telemetry_config = TelemetryConfig()
+        # builds them anew several times per streamed partial (docs/adr/0049), and given as
+        # fields they are read without a fallback (docs/adr/0055).
+        self.telemetry_config = resolved_telemetry_config()
         # A run_async turn's configuration but for its stamps, validated once: each turn
         # copies it (ADR 0049; RunConfig's validation reads the environment every time).
         self._stream_run_config = RunConfig(
