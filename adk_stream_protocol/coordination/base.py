@@ -156,7 +156,8 @@ class StopSignals(Protocol):
 
 
 class ResponseLog(Protocol):
-    """The framed chunks (SSE events) one active response has sent, in order."""
+    """The framed chunks (SSE events) one active response has sent, in order. A log kept in
+    this process may also have ``append_now(events)``, the same without waiting."""
 
     async def append(self, events: Sequence[bytes]) -> None: ...
 

@@ -58,8 +58,16 @@ class LocalChatLeases:
         self._results: set[ChatKey] = set()  # held only for kept results (docs/adr/0035)
 
     async def acquire(self, chat: ChatKey, wait_seconds: float) -> _LocalLease:
-        lock = self._locks.setdefault(chat, asyncio.Lock())
-        self._users[chat] = self._users.get(chat, 0) + 1
+        lock = self._locks.get(chat)
+        if lock is None:
+            # Nobody holds or waits for the chat, so a lock made now is taken without waiting:
+            # no time limit (a task and a timer per request) is needed. Only a new lock is
+            # sure to be free; an unlocked one may still have a woken waiter that has not run.
+            lock = self._locks[chat] = asyncio.Lock()
+            self._users[chat] = 1
+            await lock.acquire()
+            return _LocalLease(self, chat)
+        self._users[chat] += 1
         try:
             await asyncio.wait_for(lock.acquire(), wait_seconds)
         except BaseException:
@@ -262,6 +270,9 @@ class _LocalResponseLog:
         self._changed = asyncio.Event()
 
     async def append(self, events: Sequence[bytes]) -> None:
+        self.append_now(events)
+
+    def append_now(self, events: Sequence[bytes]) -> None:
         self.events.extend(events)
         self._changed.set()
 

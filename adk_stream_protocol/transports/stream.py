@@ -306,6 +306,9 @@ class QueueSink:
         self._reader_gone = False  # nobody reads the queue any more (a resumable response)
 
     async def send(self, events: Sequence[bytes]) -> None:
+        self.send_now(events)
+
+    def send_now(self, events: Sequence[bytes]) -> None:
         if self._reader_gone:
             return
         for event in events:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from google.adk.events import Event
@@ -40,7 +40,9 @@ DONE_EVENT = DONE.encode()
 
 
 class ChunkSink(Protocol):
-    """Where a response's framed events go: the transport's side of the pipeline."""
+    """Where a response's framed events go: the transport's side of the pipeline. A sink
+    that takes events without waiting may also have ``send_now(events)`` (as may a log,
+    ``append_now``): the end of a coalescing window then delivers with no task."""
 
     async def send(self, events: Sequence[bytes]) -> None: ...
 
@@ -53,6 +55,9 @@ class UnloggedResponse:
     unavailable): the response still reaches its own client, but cannot be resumed."""
 
     async def append(self, events: Sequence[bytes]) -> None:
+        return None
+
+    def append_now(self, events: Sequence[bytes]) -> None:
         return None
 
     async def close(self) -> None:
@@ -96,7 +101,16 @@ class Response:
         # a delivery from interleaving their chunks.
         self._coalescer = DeltaCoalescer(coalescing_seconds) if coalescing_seconds > 0 else None
         self._delivering = asyncio.Lock()
-        self._release_timer: asyncio.Task[None] | None = None
+        # A held delta's window ends on a timer. A log and a sink that take events at once
+        # let the timer deliver it itself; otherwise (or while a delivery is under way) a
+        # task waits for its turn. A task and a sleep per window cost more than the
+        # delivery they make (bench/PROFILE.md).
+        self._release_timer: asyncio.TimerHandle | None = None
+        self._releasing: asyncio.Task[None] | None = None
+        self._append_now: Callable[[Sequence[bytes]], None] | None = getattr(
+            log, "append_now", None
+        )
+        self._send_now: Callable[[Sequence[bytes]], None] | None = getattr(sink, "send_now", None)
 
     @property
     def deferring(self) -> bool:
@@ -224,8 +238,7 @@ class Response:
                 await self._records.settle()  # before the client has the end: docs/adr/0042
             await self._send([DONE_EVENT])
         finally:
-            if self._release_timer is not None:  # the end failed to go out: nothing follows
-                self._release_timer.cancel()
+            self._cancel_release()  # the end failed to go out: nothing follows
             try:
                 await self._log.close()
                 await self._sink.close()
@@ -244,14 +257,36 @@ class Response:
         async with self._delivering:
             await self._put(coalescer.take(chunks))
             if coalescer.holding and self._release_timer is None:
-                self._release_timer = asyncio.create_task(self._release_later(coalescer))
+                loop = asyncio.get_running_loop()
+                self._release_timer = loop.call_later(coalescer.window_seconds, self._window_over)
 
-    async def _release_later(self, coalescer: DeltaCoalescer) -> None:
-        await asyncio.sleep(coalescer.window_seconds)
+    def _window_over(self) -> None:
+        """The held delta's window ended (a loop callback)."""
+        if self._append_now is None or self._send_now is None or self._delivering.locked():
+            self._releasing = asyncio.create_task(self._release_in_turn())
+            return
+        # No delivery is under way, and this runs between two steps of the loop: nothing can
+        # come between the held delta and what was delivered before it.
+        self._release_timer = None
+        assert self._coalescer is not None
+        chunks = self._coalescer.release()
+        if not chunks:
+            return
+        try:
+            if self._records is not None:
+                self._records.delivered(chunks)
+            events = [encode_event(chunk) for chunk in chunks]
+            self._append_now(events)
+            self._send_now(events)
+        except Exception as exc:  # as below: the next delivery meets it and reports it
+            logger.warning("a held delta could not be delivered: %s", type(exc).__name__)
+
+    async def _release_in_turn(self) -> None:
+        assert self._coalescer is not None
         async with self._delivering:
-            self._release_timer = None
+            self._release_timer = self._releasing = None
             try:
-                await self._put(coalescer.release())
+                await self._put(self._coalescer.release())
             except Exception as exc:  # the next delivery meets the same failure and reports it
                 logger.warning("a held delta could not be delivered: %s", type(exc).__name__)
 
@@ -260,10 +295,16 @@ class Response:
         if self._coalescer is None:
             return
         async with self._delivering:
-            if self._release_timer is not None:
-                self._release_timer.cancel()
-                self._release_timer = None
+            self._cancel_release()
             await self._put(self._coalescer.release())
+
+    def _cancel_release(self) -> None:
+        if self._release_timer is not None:
+            self._release_timer.cancel()
+            self._release_timer = None
+        if self._releasing is not None:
+            self._releasing.cancel()
+            self._releasing = None
 
     async def _put(self, chunks: Sequence[BaseChunk]) -> None:
         if chunks:

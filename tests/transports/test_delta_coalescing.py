@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from adk_stream_protocol.coordination.local import _LocalResponseLog
 from adk_stream_protocol.foundation.settings import Settings
 from adk_stream_protocol.protocol.chunks import (
     ReasoningDeltaChunk,
@@ -17,7 +20,10 @@ from adk_stream_protocol.protocol.chunks import (
     TextStartChunk,
     ToolInputAvailableChunk,
 )
+from adk_stream_protocol.protocol.converter import StreamProtocolConverter
+from adk_stream_protocol.transports.stream import QueueSink
 from adk_stream_protocol.turns.delta_coalescing import DeltaCoalescer
+from adk_stream_protocol.turns.response import Response, UnloggedResponse
 from bench.agent import long_answer, long_prompt
 from tests.support import (
     InProcessApp,
@@ -70,6 +76,79 @@ def test_deltas_of_other_blocks_and_kinds_never_merge() -> None:
         ReasoningDeltaChunk(id="r1", delta="y"),
         text("t2", "z"),
     ]
+
+
+# -- the window's end -----------------------------------------------------------------------
+
+
+class SocketLikeSink:
+    """A sink that waits on every send, as a socket does: no ``send_now``."""
+
+    def __init__(self) -> None:
+        self.events: list[bytes] = []
+
+    async def send(self, events: Sequence[bytes]) -> None:
+        await asyncio.sleep(0)
+        self.events.extend(events)
+
+    async def close(self) -> None:
+        return None
+
+
+class ImmediateSink(SocketLikeSink):
+    def send_now(self, events: Sequence[bytes]) -> None:
+        self.events.extend(events)
+
+
+async def held_then_released(sink: SocketLikeSink) -> int:
+    """Three deltas of one block, the last two held for a 20 ms window; the tasks started
+    for the release."""
+    loop = asyncio.get_running_loop()
+    releases = 0
+
+    def counting(loop: asyncio.AbstractEventLoop, coro: Any) -> asyncio.Future[Any]:
+        nonlocal releases
+        releases += getattr(coro, "__qualname__", "").startswith("Response._release")
+        return asyncio.Task(coro, loop=loop)
+
+    loop.set_task_factory(counting)
+    try:
+        response = Response(
+            StreamProtocolConverter(message_id="m1"),
+            sink,
+            UnloggedResponse(),
+            coalescing_seconds=0.02,
+        )
+        await response.emit([TextStartChunk(id="t1"), text("t1", "a")])
+        await response.emit([text("t1", "b")])
+        await response.emit([text("t1", "c")])
+        assert len(sink.events) == 2, "the later deltas are held"
+        for _ in range(100):  # the window is 20 ms; its release is a timer's, not ours
+            await asyncio.sleep(0.01)
+            if len(sink.events) == 3:
+                break
+        assert sink.events[2] == b'data: {"type":"text-delta","id":"t1","delta":"bc"}\n\n'
+        await response.finish()
+        return releases
+    finally:
+        loop.set_task_factory(None)
+
+
+@pytest.mark.asyncio
+async def test_a_window_ends_with_a_delivery_from_the_timer_when_log_and_sink_take_it_now() -> None:
+    assert await held_then_released(ImmediateSink()) == 0
+
+
+@pytest.mark.asyncio
+async def test_a_window_ends_with_a_task_that_waits_its_turn_when_the_sink_waits() -> None:
+    assert await held_then_released(SocketLikeSink()) == 1
+
+
+def test_the_stream_sink_and_the_local_logs_take_events_at_once() -> None:
+    """What puts `POST /stream`'s windows on the timer's path (on Redis, the log waits)."""
+    assert callable(QueueSink().send_now)
+    assert callable(UnloggedResponse().append_now)
+    assert callable(getattr(_LocalResponseLog, "append_now", None))
 
 
 # -- through the app ---------------------------------------------------------------------------
