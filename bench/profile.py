@@ -5,7 +5,8 @@
 samples it from outside with py-spy (no change to the server), then prints the functions
 with the most samples, inclusive and self; ``--server adk`` samples ADK's own server under
 the same load instead. ``python -m bench.profile layer`` measures, in one process, what our
-layer costs on top of ADK's run loop (bench/layer.py). Frames are grouped as issue 27 asks:
+layer costs on top of ADK's run loop (bench/layer.py); ``python -m bench.profile instructions``
+counts the same under callgrind (bench/instructions.py). Frames are grouped as issue 27 asks:
 ours, ADK (and google-genai), Starlette/uvicorn (the ASGI stack), asyncio, pydantic, and the
 rest.
 """
@@ -20,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench import concurrency, converter, layer
+from bench import concurrency, converter, instructions, layer
 from bench.core import SIZES, raise_open_file_limit
 from bench.servers import Kind, serve
 
@@ -157,7 +158,7 @@ def _frame(frame: str) -> tuple[str, str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("what", choices=["converter", "stream", "live", "layer"])
+    parser.add_argument("what", choices=["converter", "stream", "live", "layer", "instructions"])
     parser.add_argument("--seconds", type=int, default=20)
     parser.add_argument("--server", choices=["ours", "adk"], default="ours")
     parser.add_argument("--keep", type=Path, help="write the collapsed stacks here too")
@@ -167,6 +168,8 @@ def main() -> None:
         profile_converter()
     elif args.what == "layer":
         print(layer.measure(rounds=args.rounds).summary())
+    elif args.what == "instructions":
+        print(instructions.summary())
     else:
         profile_server(args.what, args.seconds, args.server, args.keep)
 

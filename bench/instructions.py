@@ -1,0 +1,160 @@
+"""Instructions per answer, counted by callgrind: a measure that a busy machine does not move.
+
+On a shared 2-core machine one run's CPU time can differ from the next by a third, so a change
+of a few percent in our layer cannot be seen in benchmark 3's CPU figures without many runs.
+Valgrind's callgrind counts the instructions executed instead, which repeat within 0.3 %.
+It cannot see the kernel's work (socket writes) nor the cost of cache misses, so it measures
+the Python work only, and the timings of a run under it are about fifty times slower.
+
+Each way runs in a child process under ``valgrind --tool=callgrind --instr-atstart=no``. The
+child warms up (two rounds), turns counting on (``callgrind_control -i on``), answers
+``answers`` of benchmark 3's questions at once, and turns counting off before it shuts down.
+The ways:
+
+- **runner**: the app's own ADK runner, driven directly (as in bench/layer.py);
+- **app**: the whole app, ``POST /stream`` handed to it as a bare ASGI call (no HTTP client,
+  no socket), read to its ``[DONE]``.
+
+``python -m bench.profile instructions`` (Debian's ``valgrind`` package).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import MutableMapping
+from pathlib import Path
+from typing import Any
+
+from bench.core import ROOT
+
+WAYS = ("runner", "app")
+
+
+def count(way: str, answers: int = 100) -> int:
+    """Instructions executed while ``answers`` answers are made at once, one way."""
+    with tempfile.TemporaryDirectory(prefix="bench-callgrind-") as tmp:
+        command = [
+            "valgrind",
+            "--tool=callgrind",
+            "--instr-atstart=no",
+            f"--callgrind-out-file={Path(tmp) / 'callgrind.out'}",
+            sys.executable,
+            "-m",
+            "bench.instructions",
+            way,
+            str(answers),
+        ]
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+    found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+    if done.returncode != 0 or found is None:
+        raise RuntimeError(f"callgrind run of {way} failed:\n{done.stdout}\n{done.stderr[-2000:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def summary(answers: int = 100) -> str:
+    per = {way: count(way, answers) / answers for way in WAYS}
+    layer = per["app"] - per["runner"]
+    return (
+        f"instructions per answer ({answers} at once): runner {per['runner'] / 1e6:.2f} M, "
+        f"app {per['app'] / 1e6:.2f} M; our layer {layer / 1e6:.2f} M, "
+        f"{layer / per['runner']:.1%} of the runner's"
+    )
+
+
+async def _child(way: str, answers: int) -> None:
+    from google.genai import types
+
+    from adk_stream_protocol import Settings, create_app
+    from bench.agent import long_prompt, root_agent
+    from bench.clients import chat_body, new_chat, user_message
+
+    logging.disable(logging.INFO)
+    # Benchmark 3's server and answer: sessions in memory, no cap, 200 words 50 ms apart.
+    settings = Settings(session_store="memory://", max_concurrent_responses=0)
+    app = create_app(root_agent, settings=settings)
+    prompt = long_prompt(200, 10, 0.05)
+    async with app.router.lifespan_context(app):
+        bridge = app.state.bridge
+        runner = bridge.runner
+        message = types.Content(role="user", parts=[types.Part(text=prompt)])
+
+        async def through_runner() -> None:
+            session = await runner.session_service.create_session(
+                app_name=runner.app_name, user_id="bench"
+            )
+            stamps = {"bench-response": new_chat(), "bench-message": new_chat()}
+            async for _ in runner.run_async(
+                user_id="bench",
+                session_id=session.id,
+                new_message=message,
+                run_config=bridge.run_config(stamps),
+            ):
+                pass
+
+        async def through_app() -> None:
+            body = json.dumps(chat_body(new_chat(), user_message(prompt))).encode()
+            scope: dict[str, Any] = {
+                "type": "http",
+                "asgi": {"version": "3.0"},
+                "http_version": "1.1",
+                "method": "POST",
+                "scheme": "http",
+                "path": "/stream",
+                "raw_path": b"/stream",
+                "query_string": b"",
+                "root_path": "",
+                "headers": [
+                    (b"host", b"127.0.0.1"),
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+                "client": ("127.0.0.1", 1),
+                "server": ("127.0.0.1", 80),
+                "state": {},
+            }
+            ended = asyncio.Event()
+            asked = False
+            last = b""
+
+            async def receive() -> dict[str, Any]:
+                nonlocal asked
+                if not asked:
+                    asked = True
+                    return {"type": "http.request", "body": body, "more_body": False}
+                await ended.wait()
+                return {"type": "http.disconnect"}
+
+            async def send(message: MutableMapping[str, Any]) -> None:
+                nonlocal last
+                if message["type"] == "http.response.body":
+                    last = message.get("body") or last
+                    if not message.get("more_body", False):
+                        ended.set()
+
+            await app(scope, receive, send)
+            if not last.endswith(b"data: [DONE]\n\n"):
+                raise RuntimeError(f"the answer did not end: {last[-200:]!r}")
+
+        one = through_runner if way == "runner" else through_app
+        for _ in range(2):
+            await asyncio.gather(*(one() for _ in range(answers)))
+        _counting("on")
+        await asyncio.gather(*(one() for _ in range(answers)))
+        _counting("off")
+
+
+def _counting(state: str) -> None:
+    subprocess.run(
+        ["callgrind_control", "-i", state, str(os.getpid())], capture_output=True, check=True
+    )
+
+
+if __name__ == "__main__":
+    asyncio.run(_child(sys.argv[1], int(sys.argv[2])))
