@@ -74,6 +74,7 @@ async def _child(way: str, answers: int) -> None:
     from adk_stream_protocol import Settings, create_app
     from bench.agent import long_prompt, root_agent
     from bench.clients import chat_body, new_chat, user_message
+    from bench.layer import answer_through_runner
 
     logging.disable(logging.INFO)
     # Benchmark 3's server and answer: sessions in memory, no cap, 200 words 50 ms apart.
@@ -81,22 +82,10 @@ async def _child(way: str, answers: int) -> None:
     app = create_app(root_agent, settings=settings)
     prompt = long_prompt(200, 10, 0.05)
     async with app.router.lifespan_context(app):
-        bridge = app.state.bridge
-        runner = bridge.runner
         message = types.Content(role="user", parts=[types.Part(text=prompt)])
 
         async def through_runner() -> None:
-            session = await runner.session_service.create_session(
-                app_name=runner.app_name, user_id="bench"
-            )
-            stamps = {"bench-response": new_chat(), "bench-message": new_chat()}
-            async for _ in runner.run_async(
-                user_id="bench",
-                session_id=session.id,
-                new_message=message,
-                run_config=bridge.run_config(stamps),
-            ):
-                pass
+            await answer_through_runner(app.state.bridge, message)
 
         async def through_app() -> None:
             body = json.dumps(chat_body(new_chat(), user_message(prompt))).encode()

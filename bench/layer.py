@@ -25,6 +25,7 @@ import httpx
 from google.genai import types
 
 from adk_stream_protocol import Settings, create_app
+from adk_stream_protocol.turns.bridge import Bridge
 from bench.agent import long_prompt, root_agent
 from bench.clients import chat_body, new_chat, user_message
 
@@ -47,6 +48,21 @@ class LayerCost:
         )
 
 
+async def answer_through_runner(bridge: Bridge, message: types.Content) -> None:
+    """One answer from the app's own runner, driven directly in a new session, with the
+    stamps a turn puts on its events; nothing read from the events."""
+    runner = bridge.runner
+    session = await runner.session_service.create_session(app_name=runner.app_name, user_id="bench")
+    stamps = {"bench-response": new_chat(), "bench-message": new_chat()}
+    async for _ in runner.run_async(
+        user_id="bench",
+        session_id=session.id,
+        new_message=message,
+        run_config=bridge.run_config(stamps),
+    ):
+        pass
+
+
 async def _measure(rounds: int, answers: int, words: int, pace: float, warm_up: int) -> LayerCost:
     # Benchmark 3's server: sessions in memory, no cap on the responses open at once.
     settings = Settings(session_store="memory://", max_concurrent_responses=0)
@@ -55,22 +71,11 @@ async def _measure(rounds: int, answers: int, words: int, pace: float, warm_up: 
     message = types.Content(role="user", parts=[types.Part(text=prompt)])
     async with app.router.lifespan_context(app):
         bridge = app.state.bridge
-        runner = bridge.runner
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
 
             async def through_runner() -> None:
-                session = await runner.session_service.create_session(
-                    app_name=runner.app_name, user_id="bench"
-                )
-                stamps = {"bench-response": new_chat(), "bench-message": new_chat()}
-                async for _ in runner.run_async(
-                    user_id="bench",
-                    session_id=session.id,
-                    new_message=message,
-                    run_config=bridge.run_config(stamps),
-                ):
-                    pass
+                await answer_through_runner(bridge, message)
 
             async def through_app() -> None:
                 body = chat_body(new_chat(), user_message(prompt))
