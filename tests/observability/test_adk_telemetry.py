@@ -92,7 +92,10 @@ def test_by_default_the_answers_asked_per_partial_are_fields(
 ) -> None:
     """What saves the fallbacks: both answers are the config's own fields."""
     config = resolved_telemetry_config()
-    assert config.genai_semconv_stability_opt_in == "experimental"
+    # Which conventions by default depends on ADK's release (2.13: experimental; 2.11: stable).
+    environment_says = TelemetryConfig().should_use_experimental_genai_semconv
+    expected = "experimental" if environment_says else "stable"
+    assert config.genai_semconv_stability_opt_in == expected
     assert config.adk_experimental_telemetry_opt_in is False
     # Content capturing stays with the environment (it also decides the older spans).
     assert config.capture_message_content is None
