@@ -38,6 +38,8 @@ logger = logging.getLogger(__name__)
 
 DONE_EVENT = DONE.encode()
 
+_Taker = Callable[[Sequence[bytes]], None]  # a log's append_now, a sink's send_now
+
 
 class ChunkSink(Protocol):
     """Where a response's framed events go: the transport's side of the pipeline. A sink
@@ -107,10 +109,11 @@ class Response:
         # delivery they make (bench/PROFILE.md).
         self._release_timer: asyncio.TimerHandle | None = None
         self._releasing: asyncio.Task[None] | None = None
-        self._append_now: Callable[[Sequence[bytes]], None] | None = getattr(
-            log, "append_now", None
+        append_now = getattr(log, "append_now", None)
+        send_now = getattr(sink, "send_now", None)
+        self._at_once: tuple[_Taker, _Taker] | None = (
+            (append_now, send_now) if append_now is not None and send_now is not None else None
         )
-        self._send_now: Callable[[Sequence[bytes]], None] | None = getattr(sink, "send_now", None)
 
     @property
     def deferring(self) -> bool:
@@ -262,22 +265,18 @@ class Response:
 
     def _window_over(self) -> None:
         """The held delta's window ended (a loop callback)."""
-        if self._append_now is None or self._send_now is None or self._delivering.locked():
+        if self._at_once is None or self._delivering.locked():
             self._releasing = asyncio.create_task(self._release_in_turn())
             return
         # No delivery is under way, and this runs between two steps of the loop: nothing can
         # come between the held delta and what was delivered before it.
         self._release_timer = None
         assert self._coalescer is not None
-        chunks = self._coalescer.release()
-        if not chunks:
-            return
+        append_now, send_now = self._at_once
         try:
-            if self._records is not None:
-                self._records.delivered(chunks)
-            events = [encode_event(chunk) for chunk in chunks]
-            self._append_now(events)
-            self._send_now(events)
+            if events := self._framed(self._coalescer.release()):
+                append_now(events)
+                send_now(events)
         except Exception as exc:  # as below: the next delivery meets it and reports it
             logger.warning("a held delta could not be delivered: %s", type(exc).__name__)
 
@@ -307,10 +306,16 @@ class Response:
             self._releasing = None
 
     async def _put(self, chunks: Sequence[BaseChunk]) -> None:
-        if chunks:
-            if self._records is not None:
-                self._records.delivered(chunks)
-            await self._send([encode_event(chunk) for chunk in chunks])
+        if events := self._framed(chunks):
+            await self._send(events)
+
+    def _framed(self, chunks: Sequence[BaseChunk]) -> list[bytes]:
+        """The chunks recorded as delivered, and framed for the log and the sink."""
+        if not chunks:
+            return []
+        if self._records is not None:
+            self._records.delivered(chunks)
+        return [encode_event(chunk) for chunk in chunks]
 
     async def _send(self, events: list[bytes]) -> None:
         await self._log.append(events)

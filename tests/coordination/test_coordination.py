@@ -213,6 +213,31 @@ async def test_local_leases_drop_what_nobody_holds_or_waits_for() -> None:
     assert leases.held() == 0
 
 
+@pytest.mark.asyncio
+async def test_a_local_lease_of_a_free_chat_starts_no_task_and_a_busy_one_waits_in_one() -> None:
+    """A free chat is taken at once (no ``wait_for``: its task and timer per request); only a
+    chat that someone holds is waited for, within the time limit."""
+    loop = asyncio.get_running_loop()
+    started: list[str] = []
+
+    def counting(loop: asyncio.AbstractEventLoop, coro: Any) -> asyncio.Future[Any]:
+        started.append(getattr(coro, "__qualname__", "?"))
+        return asyncio.Task(coro, loop=loop)
+
+    leases = LocalChatLeases()
+    loop.set_task_factory(counting)
+    try:
+        lease = await leases.acquire(CHAT, LONG)
+        assert started == []
+        with pytest.raises(TimeoutError):
+            await leases.acquire(CHAT, TINY)
+        assert started == ["Lock.acquire"]
+    finally:
+        loop.set_task_factory(None)
+    await lease.release()
+    assert leases.held() == 0
+
+
 # -- pending calls -------------------------------------------------------------------------------
 
 
