@@ -21,10 +21,12 @@ The ways:
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
 import logging
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -34,7 +36,7 @@ from typing import Any
 
 from bench.core import ROOT
 
-WAYS = ("runner", "app")
+WAYS = ("runner", "app", "adk")
 
 
 def count(way: str, answers: int = 100) -> int:
@@ -64,7 +66,8 @@ def summary(answers: int = 100) -> str:
     return (
         f"instructions per answer ({answers} at once): runner {per['runner'] / 1e6:.2f} M, "
         f"app {per['app'] / 1e6:.2f} M; our layer {layer / 1e6:.2f} M, "
-        f"{layer / per['runner']:.1%} of the runner's"
+        f"{layer / per['runner']:.1%} of the runner's; ADK's server {per['adk'] / 1e6:.2f} M, "
+        f"ours / ADK's {per['app'] / per['adk']:.3f}"
     )
 
 
@@ -73,14 +76,17 @@ async def _child(way: str, answers: int) -> None:
 
     from adk_stream_protocol import Settings, create_app
     from bench.agent import long_prompt, root_agent
-    from bench.clients import chat_body, new_chat, user_message
+    from bench.clients import _END, chat_body, new_chat, run_sse_body, user_message
     from bench.layer import answer_through_runner
 
     logging.disable(logging.INFO)
-    # Benchmark 3's server and answer: sessions in memory, no cap, 200 words 50 ms apart.
-    settings = Settings(session_store="memory://", max_concurrent_responses=0)
-    app = create_app(root_agent, settings=settings)
+    # Benchmark 3's servers and answer: sessions in memory, no cap, 200 words 50 ms apart.
     prompt = long_prompt(200, 10, 0.05)
+    if way == "adk":
+        app = _adk_app()
+    else:
+        settings = Settings(session_store="memory://", max_concurrent_responses=0)
+        app = create_app(root_agent, settings=settings)
     async with app.router.lifespan_context(app):
         message = types.Content(role="user", parts=[types.Part(text=prompt)])
 
@@ -88,55 +94,79 @@ async def _child(way: str, answers: int) -> None:
             await answer_through_runner(app.state.bridge, message)
 
         async def through_app() -> None:
-            body = json.dumps(chat_body(new_chat(), user_message(prompt))).encode()
-            scope: dict[str, Any] = {
-                "type": "http",
-                "asgi": {"version": "3.0"},
-                "http_version": "1.1",
-                "method": "POST",
-                "scheme": "http",
-                "path": "/stream",
-                "raw_path": b"/stream",
-                "query_string": b"",
-                "root_path": "",
-                "headers": [
-                    (b"host", b"127.0.0.1"),
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-                "client": ("127.0.0.1", 1),
-                "server": ("127.0.0.1", 80),
-                "state": {},
-            }
-            ended = asyncio.Event()
-            asked = False
-            last = b""
+            await _post(app, "/stream", chat_body(new_chat(), user_message(prompt)), _END["ours"])
 
-            async def receive() -> dict[str, Any]:
-                nonlocal asked
-                if not asked:
-                    asked = True
-                    return {"type": "http.request", "body": body, "more_body": False}
-                await ended.wait()
-                return {"type": "http.disconnect"}
+        async def through_adk() -> None:
+            body = run_sse_body(new_chat(), [{"text": prompt}])
+            await _post(app, "/run_sse", body, _END["adk"])
 
-            async def send(message: MutableMapping[str, Any]) -> None:
-                nonlocal last
-                if message["type"] == "http.response.body":
-                    last = message.get("body") or last
-                    if not message.get("more_body", False):
-                        ended.set()
-
-            await app(scope, receive, send)
-            if not last.endswith(b"data: [DONE]\n\n"):
-                raise RuntimeError(f"the answer did not end: {last[-200:]!r}")
-
-        one = through_runner if way == "runner" else through_app
+        one = {"runner": through_runner, "app": through_app, "adk": through_adk}[way]
         for _ in range(2):
             await asyncio.gather(*(one() for _ in range(answers)))
         _counting("on")
         await asyncio.gather(*(one() for _ in range(answers)))
         _counting("off")
+
+
+def _adk_app() -> Any:
+    """ADK's own server as benchmark 3 runs it (bench/servers.py's ``adk_app``)."""
+    import importlib
+
+    from bench.servers import write_adk_app
+
+    folder = write_adk_app(Path(tempfile.mkdtemp(prefix="bench-adk-app-")))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    sys.path.insert(0, str(folder))
+    return importlib.import_module("adk_app").app
+
+
+async def _post(app: Any, path: str, payload: dict[str, Any], end: bytes) -> None:
+    """``POST path`` handed to ``app`` as a bare ASGI call, its body read to the end."""
+    body = json.dumps(payload).encode()
+    scope: dict[str, Any] = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [
+            (b"host", b"127.0.0.1"),
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+        ],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 80),
+        "state": {},
+    }
+    ended = asyncio.Event()
+    asked = False
+    tail = b""  # what was written last, enough to hold a marker split over two writes
+    found = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal asked
+        if not asked:
+            asked = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await ended.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        nonlocal tail, found
+        if message["type"] == "http.response.body":
+            window = tail + (message.get("body") or b"")
+            found = found or end in window
+            tail = window[-len(end) :]
+            if not message.get("more_body", False):
+                ended.set()
+
+    await app(scope, receive, send)
+    if not found:
+        raise RuntimeError(f"the answer to {path} did not end: {tail!r}")
 
 
 def _counting(state: str) -> None:

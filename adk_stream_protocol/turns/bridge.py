@@ -35,7 +35,7 @@ from adk_stream_protocol.coordination.base import (
 from adk_stream_protocol.foundation.limits import ResponseSlots
 from adk_stream_protocol.foundation.outages import Outages, outage_of
 from adk_stream_protocol.foundation.settings import Settings
-from adk_stream_protocol.observability.adk_telemetry import resolved_telemetry_config
+from adk_stream_protocol.observability.adk_telemetry import RunTelemetry
 from adk_stream_protocol.observability.metrics import Metrics
 from adk_stream_protocol.observability.recording import Recorder
 from adk_stream_protocol.observability.telemetry import Telemetry
@@ -106,13 +106,16 @@ class Bridge:
         self.telemetry = Telemetry(Metrics() if settings.metrics else None)
         # Every run's telemetry switches, read from the environment once: a run given none
         # builds them anew several times per streamed partial (docs/adr/0049), and given as
-        # fields they are read without a fallback (docs/adr/0055).
-        self.telemetry_config = resolved_telemetry_config()
-        # A run_async turn's configuration but for its stamps, validated once: each turn
-        # copies it (ADR 0049; RunConfig's validation reads the environment every time).
-        self._stream_run_config = RunConfig(
-            streaming_mode=StreamingMode.SSE, telemetry=self.telemetry_config
-        )
+        # fields they are read without a fallback (docs/adr/0055). A run nothing observes
+        # gets the cheapest (the amendment).
+        self.run_telemetry = RunTelemetry()
+        # A run_async turn's configuration but for its stamps, validated once per telemetry
+        # config: each turn copies one (ADR 0049; RunConfig's validation reads the
+        # environment every time).
+        self._stream_run_configs = {
+            config: RunConfig(streaming_mode=StreamingMode.SSE, telemetry=config)
+            for config in (self.run_telemetry.observed, self.run_telemetry.unobserved)
+        }
         # A tool's result the store could not take is written when it is back (ADR 0035).
         self.outbox = ResultOutbox(
             create_session_service(settings.session_store),
@@ -287,19 +290,21 @@ class Bridge:
 
     def run_config(self, custom_metadata: dict[str, Any]) -> RunConfig:
         """A ``run_async`` turn's configuration; ``custom_metadata``: its events' stamps."""
-        return self._stream_run_config.model_copy(update={"custom_metadata": custom_metadata})
+        prepared = self._stream_run_configs[self.run_telemetry.current()]
+        return prepared.model_copy(update={"custom_metadata": custom_metadata})
 
     def live_run_config(self) -> RunConfig:
+        telemetry = self.run_telemetry.current()
         if self.settings.live_modality == "AUDIO":
             return RunConfig(
-                telemetry=self.telemetry_config,
+                telemetry=telemetry,
                 response_modalities=["AUDIO"],
                 output_audio_transcription=types.AudioTranscriptionConfig(),
                 input_audio_transcription=types.AudioTranscriptionConfig(),
                 realtime_input_config=_CLIENT_SIDE_VAD,
             )
         return RunConfig(
-            telemetry=self.telemetry_config,
+            telemetry=telemetry,
             response_modalities=["TEXT"],
             output_audio_transcription=None,
             input_audio_transcription=types.AudioTranscriptionConfig(),

@@ -3,15 +3,21 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import get_args
+import json
+import os
+import subprocess
+import sys
+from typing import Any, get_args
 
 import pytest
 from google.adk.telemetry import TelemetryConfig
 from google.adk.telemetry import context as adk_telemetry_context
+from opentelemetry import _logs, metrics, trace
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.trace import TracerProvider
 
-from adk_stream_protocol.observability.adk_telemetry import resolved_telemetry_config
-from tests.support import in_process_app
+from adk_stream_protocol.observability.adk_telemetry import observes, resolved_telemetry_config
+from tests.support import ROOT
 
 VARIABLES = (
     "OTEL_SEMCONV_STABILITY_OPT_IN",
@@ -108,13 +114,110 @@ def test_a_feature_list_stays_with_adk(environment: pytest.MonkeyPatch) -> None:
     assert config.experimental_features_opt_in is None
 
 
-def test_every_run_of_the_app_gets_the_resolved_config(
-    environment: pytest.MonkeyPatch, tmp_path: Path
+# Run in a new interpreter: OpenTelemetry's global providers can be set once per process,
+# and another test of this worker may have set one.
+_RUNS_BEFORE_AND_AFTER_A_PROVIDER = """
+import json, sys, tempfile
+from pathlib import Path
+
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from tests.support import chat_body, in_process_app, post_stream, user_message
+
+
+def asked(served, chat):
+    result = post_stream(served, chat_body(chat, user_message("hello", chat + "-u")))
+    return result.status, any(c["type"] == "text-delta" for c in result.chunks)
+
+
+with tempfile.TemporaryDirectory() as tmp, in_process_app(Path(tmp)) as served:
+    bridge = served.app.state.bridge
+
+    def configs():
+        runs = [bridge.run_config({"stamp": 1}).telemetry, bridge.live_run_config().telemetry]
+        return [config.model_dump(mode="json") for config in runs]
+
+    unobserved = configs()
+    answered_unobserved = asked(served, "unobserved")
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+    observed = configs()
+    answered_observed = asked(served, "observed")
+    spans = sorted({span.name.split()[0] for span in exporter.get_finished_spans()})
+    expected = {
+        "observed": bridge.run_telemetry.observed.model_dump(mode="json"),
+        "unobserved": bridge.run_telemetry.unobserved.model_dump(mode="json"),
+    }
+json.dump(
+    {
+        "before": unobserved,
+        "after": observed,
+        "answered": [answered_unobserved, answered_observed],
+        "spans": spans,
+        "expected": expected,
+    },
+    sys.stdout,
+)
+"""
+
+
+def _runs_before_and_after_a_provider(environment: dict[str, str]) -> dict[str, Any]:
+    env = {name: value for name, value in os.environ.items() if name not in VARIABLES}
+    env.update(environment)
+    env["PYTHONPATH"] = str(ROOT)
+    done = subprocess.run(
+        [sys.executable, "-c", _RUNS_BEFORE_AND_AFTER_A_PROVIDER],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return found
+
+
+def test_a_run_nothing_observes_gets_the_cheapest_switches_and_one_observed_the_resolved(
+    environment: pytest.MonkeyPatch,
 ) -> None:
+    """Before any provider is set, ADK's telemetry reaches nobody: runs get the stable
+    conventions without content. Once a tracer provider is set, the next runs get what the
+    environment says, and ADK's spans reach it (docs/adr/0055, amendment)."""
+    found = _runs_before_and_after_a_provider({"ADK_EXPERIMENTAL_TELEMETRY": "1"})
+    expected = found["expected"]
+    assert expected["unobserved"] == {
+        "genai_semconv_stability_opt_in": "stable",
+        "capture_message_content": "NO_CONTENT",
+        "adk_experimental_telemetry_opt_in": True,  # as the environment has it
+        "experimental_features_opt_in": None,
+    }
     environment.setenv("ADK_EXPERIMENTAL_TELEMETRY", "1")
-    expected = resolved_telemetry_config()
-    assert expected.adk_experimental_telemetry_opt_in is True
-    with in_process_app(tmp_path) as served:
-        bridge = served.app.state.bridge
-        assert bridge.run_config({"stamp": 1}).telemetry == expected
-        assert bridge.live_run_config().telemetry == expected
+    assert expected["observed"] == resolved_telemetry_config().model_dump(mode="json")
+    assert expected["observed"]["adk_experimental_telemetry_opt_in"] is True
+    assert found["before"] == [expected["unobserved"]] * 2  # a /stream run and a /live run
+    assert found["after"] == [expected["observed"]] * 2
+    assert found["answered"] == [[200, True], [200, True]]
+    assert "invoke_agent" in found["spans"], found["spans"]
+
+
+def test_a_set_provider_of_any_kind_counts_asobserves() -> None:
+    """Only the API's stand-ins (the proxy before one is set, the no-op) observe nothing;
+    an SDK's provider, or any other, does."""
+    assert not observes(trace.ProxyTracerProvider())
+    assert not observes(trace.NoOpTracerProvider())
+    assert not observes(metrics.NoOpMeterProvider())
+    assert not observes(_logs.NoOpLoggerProvider())
+    assert observes(TracerProvider())
+    assert observes(MeterProvider())
+
+    class VendorTracerProvider(trace.ProxyTracerProvider):
+        pass
+
+    assert observes(VendorTracerProvider())
