@@ -133,13 +133,17 @@ def title_of(messages: list[dict[str, Any]]) -> str:
     return UNTITLED
 
 
+# The C0 and C1 control characters (a NUL, which PostgreSQL's text cannot hold, among them).
+_CONTROLS = frozenset(chr(code) for code in (*range(32), *range(127, 160)))
+_CONTROLS_AS_SPACES = str.maketrans(dict.fromkeys(_CONTROLS, " "))
+
+
 def is_control(char: str) -> bool:
-    """A C0 or C1 control character (a NUL, which PostgreSQL's text cannot hold, among them)."""
-    return ord(char) < 32 or 127 <= ord(char) < 160
+    return char in _CONTROLS
 
 
 def _without_controls(text: str) -> str:
-    return "".join(" " if is_control(char) else char for char in text)
+    return text.translate(_CONTROLS_AS_SPACES)
 
 
 def shorten(text: str, limit: int) -> str:

@@ -298,47 +298,48 @@ async def read_body(request: Request, settings: Settings) -> bytes:
 
 
 class QueueSink:
-    """The turn's events, handed to the response body through a queue."""
+    """The turn's events, handed to the response body through a buffer: what was sent while
+    the body wrote goes out as one write, so a delivery's events go out together and a slow
+    reader gets fewer, larger writes. (An ``asyncio.Queue`` would hand them over one by one.)"""
 
     def __init__(self) -> None:
-        self._queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self._pending: list[bytes] = []
+        self._reader: asyncio.Future[None] | None = None  # the body, waiting for events
         self._closed = False
-        self._reader_gone = False  # nobody reads the queue any more (a resumable response)
+        self._reader_gone = False  # nobody reads the buffer any more (a resumable response)
 
     async def send(self, events: Sequence[bytes]) -> None:
         self.send_now(events)
 
     def send_now(self, events: Sequence[bytes]) -> None:
-        if self._reader_gone:
+        if self._reader_gone or self._closed:
             return
-        for event in events:
-            self._queue.put_nowait(event)
+        self._pending.extend(events)
+        self._wake_reader()
 
     async def close(self) -> None:
         if not self._closed:
             self._closed = True
-            self._queue.put_nowait(None)
+            self._wake_reader()
 
-    def _joined(self, first: bytes) -> tuple[bytes, bool]:
-        """``first`` and what queued behind it, as one write: a delivery's events go out
-        together, and a slow reader gets fewer, larger writes. True when the end was among
-        them."""
-        parts = [first]
-        while not self._queue.empty():
-            more = self._queue.get_nowait()
-            if more is None:
-                return b"".join(parts), True
-            parts.append(more)
-        return b"".join(parts), False
+    def _wake_reader(self) -> None:
+        if self._reader is not None and not self._reader.done():
+            self._reader.set_result(None)
 
     async def body(self, turn: RequestTurn) -> AsyncIterator[bytes]:
         # The bytes go to the socket as they are (EventStreamResponse adds only keep-alives).
         completed = False
         try:
-            end = False
-            while not end and (first := await self._queue.get()) is not None:
-                events, end = self._joined(first)
-                yield events
+            while True:
+                if self._pending:
+                    events = b"".join(self._pending)
+                    self._pending.clear()
+                    yield events
+                elif self._closed:
+                    break
+                else:
+                    self._reader = asyncio.get_running_loop().create_future()
+                    await self._reader
             completed = True
         finally:
             if not completed:

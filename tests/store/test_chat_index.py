@@ -142,7 +142,7 @@ def test_what_waits_is_read_from_the_last_message_when_it_is_the_assistants() ->
 @pytest.mark.asyncio
 async def test_a_recorded_chat_reads_back_exactly(index: ChatIndex, app: str) -> None:
     messages = [
-        user("Héllo 👋 \u0000 null and \\ backslash", files=1),
+        user("Héllo 👋 \u0000 null\u009f and \\ backslash", files=1),
         assistant(
             {"type": "step-start"},
             {"type": "reasoning", "text": "think", "state": "done"},
