@@ -13,7 +13,10 @@ The ways:
 
 - **runner**: the app's own ADK runner, driven directly (as in bench/layer.py);
 - **app**: the whole app, ``POST /stream`` handed to it as a bare ASGI call (no HTTP client,
-  no socket), read to its ``[DONE]``.
+  no socket), read to its ``[DONE]``;
+- **adk**: ADK's own server (``get_fast_api_app``, as benchmark 3 runs it), ``POST /run_sse``
+  handed to it the same way: the ratio app / adk is benchmark 3's CPU ratio without the
+  kernel's share and the machine's noise.
 
 ``python -m bench.profile instructions`` (Debian's ``valgrind`` package).
 """
@@ -30,7 +33,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +74,9 @@ def summary(answers: int = 100) -> str:
     )
 
 
-async def _child(way: str, answers: int) -> None:
+async def answer_at_once(way: str, answers: int, counting: Callable[[str], None]) -> None:
+    """Two warm-up rounds, then ``answers`` answers at once one ``way``, with
+    ``counting("on")`` before them and ``counting("off")`` after."""
     from google.genai import types
 
     from adk_stream_protocol import Settings, create_app
@@ -103,9 +108,9 @@ async def _child(way: str, answers: int) -> None:
         one = {"runner": through_runner, "app": through_app, "adk": through_adk}[way]
         for _ in range(2):
             await asyncio.gather(*(one() for _ in range(answers)))
-        _counting("on")
+        counting("on")
         await asyncio.gather(*(one() for _ in range(answers)))
-        _counting("off")
+        counting("off")
 
 
 def _adk_app() -> Any:
@@ -176,4 +181,4 @@ def _counting(state: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(_child(sys.argv[1], int(sys.argv[2])))
+    asyncio.run(answer_at_once(sys.argv[1], int(sys.argv[2]), _counting))

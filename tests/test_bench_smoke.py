@@ -8,12 +8,13 @@ uvicorn process starts ADK, 3-5 s of CPU. `-m "not bench"` leaves them out."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 from pathlib import Path
 
 import pytest
 
-from bench import layer
+from bench import instructions, layer
 from bench.__main__ import BENCHMARKS as MODULES
 from bench.__main__ import report, run
 from bench.core import SIZES
@@ -73,3 +74,13 @@ def test_the_layer_split_measures_both_ways_to_the_same_answers() -> None:
     assert len(cost.runner) == len(cost.app) == 2
     assert all(math.isfinite(v) and v > 0 for v in cost.runner + cost.app)
     assert "app / runner" in cost.summary()
+
+
+@pytest.mark.bench
+@pytest.mark.parametrize("way", instructions.WAYS)
+def test_each_way_of_the_instruction_count_reaches_its_answers_end(way: str) -> None:
+    """``python -m bench.profile instructions`` without valgrind: each way (our runner, our
+    app, ADK's server) answers, and counts only around its measured answers."""
+    states: list[str] = []
+    asyncio.run(instructions.answer_at_once(way, 2, states.append))  # raises if one did not end
+    assert states == ["on", "off"]
