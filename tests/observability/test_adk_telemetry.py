@@ -207,7 +207,7 @@ def test_a_run_nothing_observes_gets_the_cheapest_switches_and_one_observed_the_
     assert "invoke_agent" in found["spans"], found["spans"]
 
 
-def test_a_set_provider_of_any_kind_counts_asobserves() -> None:
+def test_a_set_provider_of_any_kind_counts_as_observing() -> None:
     """Only the API's stand-ins (the proxy before one is set, the no-op) observe nothing;
     an SDK's provider, or any other, does."""
     assert not observes(trace.ProxyTracerProvider())
