@@ -7,7 +7,9 @@ each tool body did, and how often."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -15,6 +17,8 @@ from google.adk.agents import LlmAgent
 from google.adk.apps import App
 
 from adk_stream_protocol.foundation.identity import LOCAL_USER
+from adk_stream_protocol.protocol.tool_calls import APPROVAL_TIMEOUT_RESULT, TurnCalls, turn_calls
+from adk_stream_protocol.store.history import current_turn, live_events
 from adk_stream_protocol.testing import (
     AgentClient,
     serve_agent,
@@ -167,12 +171,6 @@ def test_an_in_tool_confirmations_hint_and_payload_reach_the_page(bank: TableCha
     assert part["data"]["payload"] == LOAN_PAYLOAD
 
 
-# -- an answer on another instance ----------------------------------------------------------
-# Across two real uvicorn instances on PostgreSQL + Redis: tests/test_scale_out.py, asked on
-# one and answered on the other (`test_an_in_tool_confirmation_answered_on_the_other_
-# instance_runs_once`, `test_a_live_approval_whose_socket_left_is_answered_on_the_other_
-# instance`).
-
 # What each answer makes the tool's body do: ADK runs an in-tool confirmation's tool again
 # with a refusal too (it answers for itself); a declared one never runs when denied.
 ANSWERED = {
@@ -183,14 +181,110 @@ ANSWERED = {
 }
 
 
+# -- the session is the record of an approval, on every transport (ADR 0057) -------------------
+
+
+@EVERY_TRANSPORT
+@pytest.mark.parametrize(("asking", "approved"), list(ANSWERED))
+def test_an_approval_is_stored_as_adks_pause_while_it_waits_and_its_answer_after(
+    bank: TableChat, ledger: Ledger, asking: str, approved: bool
+) -> None:
+    """While an approval waits, the chat's session holds it as ``run_async`` stores ADK's
+    pause, under the id the page holds; after the answer it holds the user's decision and one
+    result of the call. On ``/live?chatId=`` too, where our gate, not ADK, holds the call."""
+    asked = _asks(bank.send(asking))
+    waiting = _stored_turn(bank)
+    pending = waiting.pending_confirmations()
+    assert list(pending) == [asked["approvalId"]]
+    assert pending[asked["approvalId"]].call_id == asked["toolCallId"]
+    assert waiting.gated_calls() == {asked["toolCallId"]}
+
+    bank.approve(approved)
+    answered = _stored_turn(bank)
+    assert not answered.pending_confirmations()
+    assert answered.decisions == {asked["approvalId"]: approved}
+    assert _results(bank, asked["toolCallId"]) == 1
+    assert ledger.lines == ANSWERED[(asking, approved)][0]
+
+
+@pytest.fixture
+def impatient_bank(ledger: Ledger) -> Iterator[TableChat]:
+    settings = settings_for_tests(approval_timeout_seconds=0.5)
+    with serve_agent(bank_agent(ledger), settings) as client:
+        chat = TableChat(client.http, "live")
+        yield chat
+        chat.close()
+
+
+def test_a_live_approval_that_times_out_is_settled_in_the_session_without_a_decision(
+    impatient_bank: TableChat, ledger: Ledger
+) -> None:
+    """A wait that ends without the user's answer is settled by the server's result, which
+    is no decision: the chat waits for nothing, and ADK's resume never acts on it."""
+    asked = impatient_bank.send("send 50 to Ana")
+    (request,) = asked.of_type("tool-approval-request")
+    settled = _wait_for_settlement(impatient_bank, request["approvalId"])
+    assert settled.author != "user"
+    assert settled.response == dict(APPROVAL_TIMEOUT_RESULT)
+    calls = _stored_turn(impatient_bank)
+    assert request["approvalId"] in calls.answered
+    assert calls.decisions == {}
+    assert not calls.pending_confirmations()
+    assert impatient_bank.send("what is my balance").text == "You have 1200."
+    assert ledger.lines == []
+
+
+def _wait_for_settlement(bank: TableChat, approval_id: str) -> Any:
+    """The stored response to ``approval_id`` and its event's author, once the store has it:
+    the gate writes it when the wait times out, which nothing on the page is told of."""
+    bridge = bank.http.app.state.bridge  # type: ignore[attr-defined]
+    assert bank.http.portal is not None
+
+    async def settled() -> Any:
+        async with asyncio.timeout(10):
+            while True:
+                session = await bridge.sessions.open(LOCAL_USER, bank.chat_id)
+                for event in session.events:
+                    for response in event.get_function_responses():
+                        if response.id == approval_id:
+                            return SimpleNamespace(author=event.author, response=response.response)
+                await asyncio.sleep(0.05)  # a store has no change feed to wait on
+
+    return bank.http.portal.call(settled)
+
+
+def _stored_turn(bank: TableChat) -> TurnCalls:
+    """The calls of the chat's current turn, as the stored session holds them."""
+    return _read_session(bank, lambda events: turn_calls(current_turn(live_events(events))))
+
+
+def _read_session(bank: TableChat, read: Callable[[list[Any]], TurnCalls]) -> TurnCalls:
+    bridge = bank.http.app.state.bridge  # type: ignore[attr-defined]
+    assert bank.http.portal is not None
+
+    async def stored() -> TurnCalls:
+        session = await bridge.sessions.open(LOCAL_USER, bank.chat_id)
+        return read(session.events)
+
+    return bank.http.portal.call(stored)
+
+
+# -- an answer on another instance ----------------------------------------------------------
+# Across two real uvicorn instances on PostgreSQL + Redis: tests/test_scale_out.py, asked on
+# one and answered on the other (`test_an_in_tool_confirmation_answered_on_the_other_
+# instance_runs_once`, `test_a_live_approval_whose_socket_left_is_answered_on_the_other_
+# instance`).
+
+
 @pytest.mark.parametrize("transport", ["live"])
 @pytest.mark.parametrize("answered_on", TRANSPORTS)
 @pytest.mark.parametrize(("asking", "approved"), list(ANSWERED))
 def test_on_the_live_connection_an_approval_outlives_its_socket(
     bank: TableChat, ledger: Ledger, asking: str, approved: bool, answered_on: str
 ) -> None:
-    """``/live?chatId=``: a socket that leaves while an approval waits hands it over to the
-    chat's session in ADK's own shape (ADR 0047). The chat's record still shows it waiting,
+    """``/live?chatId=``: a socket that leaves while an approval waits leaves it paused in the
+    chat's session, stored in ADK's own shape when it was asked (ADR 0057, which replaced ADR
+    0047's handover). The chat's record still shows it waiting,
     and the answer, on a new socket, on ``POST /stream`` or on ai 7's socket, runs the tool
     exactly once when approved, never when denied (an in-tool and a declared confirmation).
     The socket then goes on live with the answered history."""

@@ -115,8 +115,8 @@ class PendingCalls(Protocol):
         call: WaitingCall,
         timeout_seconds: float,
     ) -> Verdict:
-        """``ask_approval`` for ``call`` (its ``approval_id`` is set here), with the payload
-        the user answered with."""
+        """``ask_approval`` for ``call`` (its ``approval_id`` as given, else a new one), with
+        the payload the user answered with."""
 
     async def decide(
         self, chat: ChatKey, approval_id: str, approved: bool, payload: Any = None

@@ -139,7 +139,8 @@ class LocalPendingCalls:
     async def ask_confirmation(
         self, chat: ChatKey, call: WaitingCall, timeout_seconds: float
     ) -> Verdict:
-        call = replace(call, approval_id=f"apr_{uuid.uuid4().hex}")
+        if call.approval_id is None:  # the asker may have named it already (stored first)
+            call = replace(call, approval_id=f"apr_{uuid.uuid4().hex}")
         timeout, cancelled = Verdict("timeout"), Verdict("cancelled")
         verdict: Verdict = await self._wait(chat, call, timeout_seconds, timeout, cancelled)
         if verdict.outcome == "timeout":

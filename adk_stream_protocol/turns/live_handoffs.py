@@ -1,13 +1,11 @@
-"""A confirmation a ``/live?chatId=`` socket left unanswered, handed over to any instance
-through the session, in ADK's own shape (docs/adr/0047-live-confirmation-handoff.md).
+"""Confirmations that wait in a ``/live?chatId=`` chat's session, seen from its socket
+(docs/adr/0057, which replaced the handover of 0047).
 
 ADK's live flow cannot resume a confirmation, so on ``/live`` the approval waits inside the
-socket's run (``LiveApprovalPlugin``). When the socket leaves, its run ends and the wait with
-it. Instead of ending the call as cancelled, the gate lets it pause as ``run_async`` pauses it
-(ADK's "needs confirmation" placeholder, the request in the result's actions) and
-``hand_off`` writes the ``adk_request_confirmation`` call ``run_async`` would have written
-after it, under the approval's id. The chat then waits for the answer as a ``/stream`` chat
-does: ``POST /stream`` and ai 7's socket answer it on any instance, and so does a new
+socket's run (``LiveApprovalPlugin``), and the gate stores it in the session as ``run_async``
+stores ADK's pause when it asks. When the socket leaves, its run ends and the wait with it;
+the call stays paused there. The chat then waits for the answer as a ``/stream`` chat does:
+``POST /stream`` and ai 7's socket answer it on any instance, and so does a new
 ``/live?chatId=`` socket (``StoredPause``): the answer goes through ``run_async`` (ADK runs
 the tool with it), that response goes to the socket, then the socket's live run starts on the
 new history. The live run does not start while the pause waits: the model would be asked to
@@ -18,16 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from contextlib import nullcontext
 
-from google.adk.events import Event, EventActions
-from google.adk.tools.tool_confirmation import ToolConfirmation
-from google.genai import types
+from google.adk.events import Event
 
-from adk_stream_protocol.coordination.base import ChatKey, ChatLease, WaitingCall
+from adk_stream_protocol.coordination.base import ChatKey, ChatLease
 from adk_stream_protocol.protocol.tool_calls import (
-    CONFIRMATION_TOOL,
     DISCONNECTED_RESULT,
     turn_calls,
 )
@@ -40,69 +35,6 @@ from adk_stream_protocol.turns.request_turns import RequestTurn, approval_decisi
 from adk_stream_protocol.turns.response import ChunkSink
 
 logger = logging.getLogger(__name__)
-
-# ADK's own result of a call that waits for confirmation (``FunctionTool``'s gate): what the
-# stored history holds for the call until the answer, as under ``run_async``.
-NEEDS_CONFIRMATION_RESULT = {
-    "error": "This tool call requires confirmation, please approve or reject."
-}
-
-
-async def hand_off(bridge: Bridge, chat: ChatKey, calls: Sequence[WaitingCall]) -> None:
-    """Store the approvals ``calls`` (their socket left) as ADK's pause: each call's
-    placeholder result (if its run ended before storing it) and one ``adk_request_confirmation``
-    call per approval, whose id is the approval's, so the page's answer names it."""
-    if not calls:
-        return
-    session = await bridge.sessions.open(*chat)
-    events = live_events(session.events)
-    made = {c.id: (c, e) for e in events for c in e.get_function_calls() if c.id}
-    results = {r.id: e for e in events for r in e.get_function_responses() if r.id}
-    for call in calls:
-        if call.approval_id is None or call.call_id not in made:
-            continue
-        original, event = made[call.call_id]
-        result = results.get(call.call_id)
-        asked = result.actions.requested_tool_confirmations.get(call.call_id) if result else None
-        if result is not None and asked is None:
-            logger.info("call %s has its result; not handed off", call.call_id)
-            continue
-        if asked is None:  # the run ended before ADK stored the pause: stored here
-            asked = ToolConfirmation(hint=call.hint, payload=call.payload)
-            await bridge.sessions.service.append_event(session, _placeholder(event, call, asked))
-        request = types.FunctionCall(
-            name=CONFIRMATION_TOOL,
-            id=call.approval_id,
-            args={
-                "originalFunctionCall": original.model_dump(exclude_none=True, by_alias=True),
-                "toolConfirmation": asked.model_dump(by_alias=True, exclude_none=True),
-            },
-        )
-        # As ADK's ``generate_request_confirmation_event``: the model's side, long-running.
-        confirmation = Event(
-            invocation_id=event.invocation_id,
-            author=event.author,
-            branch=event.branch,
-            content=types.Content(role="model", parts=[types.Part(function_call=request)]),
-            long_running_tool_ids={call.approval_id},
-        )
-        await bridge.sessions.service.append_event(session, confirmation)
-        logger.info("approval %s of chat=%s handed over to the session", call.approval_id, chat[1])
-
-
-def _placeholder(call_event: Event, call: WaitingCall, asked: ToolConfirmation) -> Event:
-    response = types.FunctionResponse(
-        name=call.tool_name, id=call.call_id, response=dict(NEEDS_CONFIRMATION_RESULT)
-    )
-    return Event(
-        invocation_id=call_event.invocation_id,
-        author=call_event.author,
-        branch=call_event.branch,
-        content=types.Content(role="user", parts=[types.Part(function_response=response)]),
-        actions=EventActions(
-            skip_summarization=True, requested_tool_confirmations={call.call_id: asked}
-        ),
-    )
 
 
 class _LentLease:
@@ -210,9 +142,10 @@ class StoredPause:
             self._settled.set()
 
     async def leave(self, run: LiveRun, *, hand_over: bool = True) -> None:
-        """The socket leaves: its approvals still waiting are handed over to the session
-        (not when ``hand_over`` is off: a deleted chat's are cancelled), its browser calls end
-        ("the user left") as the record then says (ADR 0042)."""
+        """The socket leaves: its approvals still waiting stay paused in the session, where
+        they were stored when asked (not when ``hand_over`` is off: a deleted chat's are
+        cancelled), its browser calls end ("the user left") as the record then says (ADR
+        0042)."""
         await self._settled.wait()  # an answer's run holds the lease it was lent
         pending = self._bridge.coordination.pending
         left = await pending.waiting(self._chat)
@@ -223,8 +156,6 @@ class StoredPause:
             await pending.unwatch(self._chat, dict(DISCONNECTED_RESULT))
             await run.close()
         await self._bridge.record_unanswered(self._chat, [c for c in left if c not in asked])
-        if self._lease.held():
-            await hand_off(self._bridge, self._chat, asked)
 
     async def abandon(self, request: ChatRequest) -> None:
         """A new message instead of the answer: the calls waiting get the result ``POST
