@@ -192,7 +192,7 @@ class LiveConnection:
         finally:
             lost.cancel()
             # Its own task: a server that cancels the handler still lets the run end and the
-            # lease go (the bridge cancels it at shutdown).
+            # lease go (the application's background tasks are cancelled at shutdown).
             await asyncio.shield(self._end())
             stops.cancel()
 
