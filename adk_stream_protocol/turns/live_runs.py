@@ -150,7 +150,6 @@ class LiveRun:
         tasks: BackgroundTasks,
     ) -> None:
         self._chat = chat
-        self._user_id, self._chat_id = chat
         self._runners = runners
         self._tools = tools
         self._telemetry = telemetry
@@ -185,9 +184,9 @@ class LiveRun:
         try:
             await self._ensure_started()
         except RequestError as exc:  # the session store's outage, logged where it was met
-            logger.info("live run not started at connect chat=%s: %s", self._chat_id, exc)
+            logger.info("live run not started at connect chat=%s: %s", self._chat[1], exc)
         except Exception:
-            logger.warning("live run not started at connect chat=%s", self._chat_id, exc_info=True)
+            logger.warning("live run not started at connect chat=%s", self._chat[1], exc_info=True)
 
     async def use(self) -> Exception | None:
         """The client's input needs the run. Returns the failure of a run that ended before
@@ -202,7 +201,7 @@ class LiveRun:
         # that history when it connects.
         if self._task is None:
             await self._finish_cut_turn()
-            session = await self._runners.sessions.open(self._user_id, self._chat_id)
+            session = await self._runners.sessions.open(*self._chat)
             if self.shared_state is None:
                 self.shared_state = self._runners.shared_state(session.state)
             else:  # reopened on a rewound chat: what the rewind gave back is sent
@@ -213,9 +212,9 @@ class LiveRun:
                 # answer: it is dropped, and the first message waits for it to end.
                 self._model_idle.clear()
                 self._discard_until_turn_end = True
-            self._trace = self._telemetry.live_run(self._chat_id)
+            self._trace = self._telemetry.live_run(self._chat[1])
             with self._trace.current():  # ADK's spans of the run nest under the run's span
-                self._task = self._tasks.spawn(self._run(), name=f"live:{self._chat_id}")
+                self._task = self._tasks.spawn(self._run(), name=f"live:{self._chat[1]}")
 
     async def _finish_cut_turn(self) -> None:
         """A turn whose run was cut short (a crash) is finished before the model connects,
@@ -239,7 +238,7 @@ class LiveRun:
         """The span and metrics of a response of this socket, under the run's span. The run
         outlives the responses: it ends one that the socket left open (``close``)."""
         self._observer = self._telemetry.response(
-            self._chat_id,
+            self._chat[1],
             "live",
             ai_sdk=6,
             continuation=continuation,
@@ -297,7 +296,7 @@ class LiveRun:
         try:
             await asyncio.wait_for(self._model_idle.wait(), TURN_END_WAIT_SECONDS)
         except TimeoutError:
-            logger.warning("live turn did not end chat=%s; continuing", self._chat_id)
+            logger.warning("live turn did not end chat=%s; continuing", self._chat[1])
 
     async def reopen(self) -> None:
         """Start another run after ``close``, on the session as it is now (a rewound chat):
@@ -333,8 +332,8 @@ class LiveRun:
         routes.open_route(self._chat, self._report_data)
         try:
             async for event in self._runners.live_runner.run_live(
-                user_id=self._user_id,
-                session_id=self._chat_id,
+                user_id=self._chat[0],
+                session_id=self._chat[1],
                 live_request_queue=self.queue,
                 run_config=self._runners.live_run_config(),
             ):
@@ -344,7 +343,7 @@ class LiveRun:
         except Exception as exc:
             if self._closing:  # e.g. an agent's after-agent callback: no turn is open now
                 logger.warning(
-                    "live run of chat=%s failed as it ended", self._chat_id, exc_info=True
+                    "live run of chat=%s failed as it ended", self._chat[1], exc_info=True
                 )
                 return
             if not self._used:
