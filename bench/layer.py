@@ -51,14 +51,14 @@ class LayerCost:
 async def answer_through_runner(bridge: Bridge, message: types.Content) -> None:
     """One answer from the app's own runner, driven directly in a new session, with the
     stamps a turn puts on its events; nothing read from the events."""
-    runner = bridge.runner
+    runner = bridge.runners.runner
     session = await runner.session_service.create_session(app_name=runner.app_name, user_id="bench")
     stamps = {"bench-response": new_chat(), "bench-message": new_chat()}
     async for _ in runner.run_async(
         user_id="bench",
         session_id=session.id,
         new_message=message,
-        run_config=bridge.run_config(stamps),
+        run_config=bridge.runners.run_config(stamps),
     ):
         pass
 

@@ -21,7 +21,7 @@ from sqlalchemy import inspect as inspect_db
 
 from adk_stream_protocol.foundation.errors import ABORTED_CODE
 from adk_stream_protocol.observability.adk_logs import _FAILURE_LOGGERS, ADK_LOGGERS, UNKNOWN_AGENT
-from adk_stream_protocol.turns.bridge import _REGISTERED
+from adk_stream_protocol.turns.runners import _REGISTERED
 
 TABLES = (
     "store/sessions.py (_prepare_postgres_tables) creates ADK's tables on PostgreSQL in one "
@@ -144,7 +144,7 @@ def test_the_lines_we_recognise_are_adks() -> None:
 
     assert _REGISTERED in inspect.getsource(plugin_manager), (
         "ADK's 'Plugin registered' line changed (google.adk.plugins.plugin_manager): "
-        "turns/bridge.py no longer drops its repeat when a second runner is built"
+        "turns/runners.py no longer drops its repeat when a second runner is built"
     )
 
 

@@ -170,7 +170,7 @@ def test_a_page_that_reads_the_answered_approval_finds_its_response_active(
     nor holding the message twice (ADR 0045)."""
     with in_process_app(tmp_path) as target:
         spy = ActiveWhenStored(target)
-        spy.bridge.chats = spy
+        spy.bridge.records.index = spy  # where responses record the chat's messages
         chat = Conversation(target)
         chat.say("Send 50 dollars to Hanako")
         chat.answer(answer_approvals(chat.assistant(), True))

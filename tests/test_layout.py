@@ -19,6 +19,11 @@ EXEMPT_DEF = re.compile(r"def (\w+)\(.*#\s*noqa:[^#]*\bC901")
 COMPLEX_BY_DESIGN = {
     "adk_stream_protocol/protocol/partial_json.py:step",  # fixJson's state machine, as written
 }
+# What a function of the package may take besides ``self`` or ``cls`` (docs/adr/0058): more
+# than that is grouped into a small named object. ``*args`` and ``**kwargs`` count one each.
+PARAMETER_CEILING = 6
+# The functions allowed over it, as "path:qualified name" with the reason: none so far.
+MANY_PARAMETERS_BY_DESIGN: dict[str, str] = {}
 
 # The layers, top first: a folder's modules import their own folder's and those of lower
 # layers only. Folders that share a layer are siblings and never import each other. ""
@@ -181,3 +186,54 @@ def test_functions_stay_simple() -> None:
             if found := EXEMPT_DEF.search(line):
                 exempt.add(f"{path.relative_to(root)}:{found[1]}")
     assert exempt == COMPLEX_BY_DESIGN, "a new exception to the complexity ceiling: name it here"
+
+
+def parameter_counts(path: Path) -> dict[str, int]:
+    """Each function of the file (``Class.method`` for a method, ``outer.inner`` for a nested
+    one) -> the parameters it takes besides ``self`` or ``cls``."""
+    counts: dict[str, int] = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            name = f"{prefix}{getattr(child, 'name', '')}"
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                args = child.args
+                named = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+                if named[:1] in (["self"], ["cls"]):
+                    named = named[1:]
+                counts[name] = len(named) + (args.vararg is not None) + (args.kwarg is not None)
+                visit(child, f"{name}.")
+            elif isinstance(child, ast.ClassDef):
+                visit(child, f"{name}.")
+
+    visit(ast.parse(path.read_text(encoding="utf-8")), "")
+    return counts
+
+
+def test_functions_take_few_parameters() -> None:
+    """A function receives what it uses, a few things at most; the rest travels in small
+    named objects (docs/adr/0058), so no constructor grows into a service locator."""
+    over = {
+        f"{path.relative_to(PACKAGE.parent)}:{name}": count
+        for path in PACKAGE.rglob("*.py")
+        for name, count in parameter_counts(path).items()
+        if count > PARAMETER_CEILING
+    }
+    assert set(over) == set(MANY_PARAMETERS_BY_DESIGN), (
+        f"over {PARAMETER_CEILING} parameters: {over}; group them, or name the exception here"
+    )
+
+
+def test_the_parameter_count_sees_every_kind(tmp_path: Path) -> None:
+    source = tmp_path / "sample.py"
+    source.write_text(
+        "def f(a, /, b, *c, d, **e): pass\n"
+        "class K:\n"
+        "    def m(self, a, b=1, *, c): pass\n"
+        "    @classmethod\n"
+        "    def k(cls): pass\n"
+        "    async def n(self):\n"
+        "        def inner(x, y): pass\n",
+        encoding="utf-8",
+    )
+    assert parameter_counts(source) == {"f": 5, "K.m": 3, "K.k": 0, "K.n": 0, "K.n.inner": 2}

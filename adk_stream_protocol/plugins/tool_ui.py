@@ -4,12 +4,12 @@ A tool calls ``await send_data(tool_context, "progress", {...}, id="x")`` and th
 message gets a ``data-progress`` part (or, with ``transient=True``, only its ``onData``
 callback). The chunk goes to the response that is answering the tool's chat right now.
 
-The route is ``ToolUiPlugin``: the Bridge adds one to both runners (in their plugin chains,
-docs/adr/0053), and a turn tells it, for as long as it runs, where its chat's data goes
-(``open_route``/``close_route``). A tool finds the plugin through its own invocation (ADK's
-plugin manager): no module-level state. A chat runs one turn at a time (its lease), so the
-chat names the turn. Outside a served turn (``adk web``, a test calling the tool directly)
-``send_data`` does nothing.
+The route is ``ToolUiPlugin``: the application adds one to both runners (in their plugin
+chains, docs/adr/0053), and a run tells it, for as long as it runs, where its chat's data goes
+(``open_route``/``close_route``): a request turn's response, or a ``/live`` run's reports. A
+tool finds the plugin through its own invocation (ADK's plugin manager): no module-level
+state. A chat runs one turn at a time (its lease), so the chat names the turn. Outside a
+served turn (``adk web``, a test calling the tool directly) ``send_data`` does nothing.
 """
 
 from __future__ import annotations

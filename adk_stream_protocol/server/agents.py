@@ -13,7 +13,7 @@ from google.adk.agents import BaseAgent
 from google.adk.apps import App
 
 from adk_stream_protocol.foundation.settings import Settings
-from adk_stream_protocol.turns.bridge import AgentLike
+from adk_stream_protocol.turns.runners import AgentLike
 
 logger = logging.getLogger(__name__)
 

@@ -98,7 +98,11 @@ async def deliver_call_result(
         except ValidationError as exc:
             raise RequestError(422, _first_error(exc)) from None
         await continue_completed_call(
-            bridge, (user_id, chat_id), call_id, final_result(result.output, result.error)
+            bridge.turns,
+            bridge.response_slots,
+            (user_id, chat_id),
+            call_id,
+            final_result(result.output, result.error),
         )
     except RequestError as exc:
         logger.info("call result refused status=%s reason=%s", exc.status, exc.message)

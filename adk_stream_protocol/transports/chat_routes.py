@@ -289,7 +289,7 @@ async def _stop_and_remove(bridge: Bridge, chat: ChatKey) -> None:
     try:
         # The running response ends on the stop, and a /live socket closes, letting the chat
         # go; holding it, no new request of the chat runs while its things are removed.
-        lease = await take_chat(bridge, chat)
+        lease = await take_chat(bridge.turns, chat)
     except RequestError as exc:
         if exc.status == 409:
             raise RequestError(409, STAYS_BUSY) from None

@@ -46,6 +46,7 @@ from adk_stream_protocol.transports.chat_socket_frames import (
 )
 from adk_stream_protocol.transports.live_frames import receive
 from adk_stream_protocol.turns.bridge import Bridge
+from adk_stream_protocol.turns.openings import Client
 from adk_stream_protocol.turns.request_turns import RequestTurn, begin_request_turn
 
 logger = logging.getLogger(__name__)
@@ -145,7 +146,7 @@ class ChatSocket:
                 if isinstance(parsed, ResumeFrame)
                 else self._serve_send(request, parsed, size)
             )
-            request.task = self._bridge.spawn(serve, name=f"live-{parsed.type}")
+            request.task = self._bridge.tasks.spawn(serve, name=f"live-{parsed.type}")
         return True
 
     # -- send ---------------------------------------------------------------------------------
@@ -160,13 +161,12 @@ class ChatSocket:
                 raise slots.busy_error()
             try:
                 turn = await begin_request_turn(
-                    self._bridge,
+                    self._bridge.turns,
                     user_id,
                     chat,
                     request,
+                    client=Client("ai7-socket", 7),
                     on_end=lambda: self._ended(request, slots.release),
-                    ai_sdk=7,
-                    transport="ai7-socket",
                 )
             except BaseException:
                 slots.release()  # the turn never began, so it will not release it

@@ -31,7 +31,12 @@ from adk_stream_protocol.foundation.outages import REDIS
 from adk_stream_protocol.foundation.security import origin_allowed
 from adk_stream_protocol.protocol.ui_messages import CHAT_ID_PATTERN
 from adk_stream_protocol.transports.chat_sockets import ChatSocket
-from adk_stream_protocol.transports.live_connections import LiveConnection
+from adk_stream_protocol.transports.live_connections import (
+    HeldChat,
+    LiveConnection,
+    ResponseSlot,
+    SocketIO,
+)
 from adk_stream_protocol.transports.live_frames import (
     CLOSE_BAD_REQUEST,
     CLOSE_CHAT_BUSY,
@@ -124,7 +129,11 @@ async def _serve_chat(
     # A restart waits for the socket's open answer, then closes it (docs/adr/0033).
     restart = LiveRestart(bridge.drain, websocket)
     connection = LiveConnection(
-        bridge, websocket, chat=chat, lease=lease, stop=stop, restart=restart
+        bridge.turns,
+        SocketIO(websocket, bridge.settings, chat[1]),
+        HeldChat(chat, lease, stop),
+        slot=ResponseSlot(bridge.response_slots),
+        restart=restart,
     )
     bridge.drain.add(restart)
     try:

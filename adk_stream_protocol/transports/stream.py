@@ -31,6 +31,7 @@ from adk_stream_protocol.protocol.sse import KEEP_ALIVE, SSE_HEADERS
 from adk_stream_protocol.protocol.ui_messages import CHAT_ID_PATTERN, ChatRequest, parse_chat_body
 from adk_stream_protocol.transports.sse_response import EventStreamResponse
 from adk_stream_protocol.turns.bridge import Bridge, bridge_of
+from adk_stream_protocol.turns.openings import Client
 from adk_stream_protocol.turns.request_turns import RequestTurn, begin_request_turn
 from adk_stream_protocol.turns.resumed_turns import begin_resumed_turn
 
@@ -100,7 +101,12 @@ async def stream(request: Request, user_id: Annotated[str, Depends(current_user)
     try:
         chat = await read_chat_request(request, bridge.settings)
         turn = await begin_request_turn(
-            bridge, user_id, chat, sink, on_end=slots.release, ai_sdk=chat.ai_sdk
+            bridge.turns,
+            user_id,
+            chat,
+            sink,
+            client=Client("stream", chat.ai_sdk),
+            on_end=slots.release,
         )
     except BaseException as exc:
         slots.release()  # the turn never began, so it will not release it
@@ -199,7 +205,7 @@ async def _finish_cut_turn(bridge: Bridge, chat: ChatKey, slots: ResponseSlots) 
     the next request instead."""
     sink = QueueSink()
     try:
-        turn = await begin_resumed_turn(bridge, chat, sink, on_end=slots.release)
+        turn = await begin_resumed_turn(bridge.turns, chat, sink, on_end=slots.release)
     except BaseException as exc:
         slots.release()
         if bridge.outages.refusal(exc, f"looking for a cut turn of chat={chat[1]}") is None:

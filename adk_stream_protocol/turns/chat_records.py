@@ -128,66 +128,76 @@ class ResponseRecords:
             self._recording.ended()
 
 
-async def open_records(
-    chats: ChatIndex,
-    app: str,
-    recorder: Recorder,
-    transport: Transport,
-    chat: ChatKey,
-    request: ChatRequest | None,
-    *,
-    ai_sdk: AiSdkVersion | None = None,
-) -> ResponseRecords:
-    """The records of a response that begins now, under the chat's lease (``ai_sdk``: the
-    client's version, when the transport knows it better than the request). The messages the
-    client held are stored at once; the chat is created only by a new user message, so a chat
-    deleted meanwhile stays deleted."""
-    version: AiSdkVersion = ai_sdk or (request.ai_sdk if request is not None else 6)
-    recording = recorder.open(transport, request, ai_sdk=version) if request else None
-    user, chat_id = chat
-    if request is None:  # a backend's result, a cut turn finished: the stored messages go on
-        stored = await chats.get_chat(app, user, chat_id)
-        messages: list[Message] = stored.messages if stored is not None else []
-    else:
-        # The client's state when it sent the request, as sent: an edit or a regeneration
-        # has cut it at the branch, and after a stop only the page knows how far it read.
-        messages = request.payload["messages"]
-        new_message = request.last_message.role == "user"
-        if not await chats.record_messages(app, user, chat_id, messages, create=new_message):
-            return ResponseRecords(recording, None)  # deleted: nothing to keep
-    fold = MessageFold(
-        messages,
-        ai_sdk=version,
-        trigger=request.trigger if request is not None else "submit-message",
-        message_id=request.message_id if request is not None else None,
-    )
-    # /live?chatId= resumes onto the message its page holds: its log stays as it was.
-    rebuilds = transport != "live"
-    return ResponseRecords(recording, MessageRecord(chats, app, chat, fold, rebuilds=rebuilds))
+class ChatRecords:
+    """Where this app's responses are recorded: its chats' messages in the chat index (under
+    the app's name), and each response's recording when those are on."""
 
+    def __init__(self, index: ChatIndex, app: str, recorder: Recorder) -> None:
+        self.index = index
+        self._app = app
+        self._recorder = recorder
 
-async def record_unanswered(
-    chats: ChatIndex, app: str, chat: ChatKey, calls: Sequence[WaitingCall]
-) -> None:
-    """Calls that ended unanswered with no response open (their socket left): ended in the
-    chat's record as the page would show them had it been there, ``tool-output-error`` with
-    the text the model got (a cancelled approval's, or the browser call's "the user left"),
-    so a reloaded page offers no answer the server would refuse."""
-    user, chat_id = chat
-    try:
-        stored = await chats.get_chat(app, user, chat_id) if calls else None
-        if stored is None:
-            return
-        fold = MessageFold(stored.messages)  # continues the last assistant message
-        for call in calls:
-            ended = DISCONNECTED_RESULT if call.approval_id is None else APPROVAL_CANCELLED_RESULT
-            fold.apply(
-                {
-                    "type": "tool-output-error",
-                    "toolCallId": call.call_id,
-                    "errorText": ended["error"],
-                }
-            )
-        await chats.record_messages(app, user, chat_id, fold.messages, create=False)
-    except Exception as exc:  # the socket's run must still end: logged, the record stays
-        logger.warning("chat record not updated chat=%s error=%s", chat_id, type(exc).__name__)
+    async def open(
+        self,
+        transport: Transport,
+        chat: ChatKey,
+        request: ChatRequest | None,
+        *,
+        ai_sdk: AiSdkVersion | None = None,
+    ) -> ResponseRecords:
+        """The records of a response that begins now, under the chat's lease (``ai_sdk``: the
+        client's version, when the transport knows it better than the request). The messages
+        the client held are stored at once; the chat is created only by a new user message,
+        so a chat deleted meanwhile stays deleted."""
+        chats, app = self.index, self._app
+        version: AiSdkVersion = ai_sdk or (request.ai_sdk if request is not None else 6)
+        recording = self._recorder.open(transport, request, ai_sdk=version) if request else None
+        user, chat_id = chat
+        if request is None:  # a backend's result, a cut turn finished: the stored messages go on
+            stored = await chats.get_chat(app, user, chat_id)
+            messages: list[Message] = stored.messages if stored is not None else []
+        else:
+            # The client's state when it sent the request, as sent: an edit or a regeneration
+            # has cut it at the branch, and after a stop only the page knows how far it read.
+            messages = request.payload["messages"]
+            new_message = request.last_message.role == "user"
+            if not await chats.record_messages(app, user, chat_id, messages, create=new_message):
+                return ResponseRecords(recording, None)  # deleted: nothing to keep
+        fold = MessageFold(
+            messages,
+            ai_sdk=version,
+            trigger=request.trigger if request is not None else "submit-message",
+            message_id=request.message_id if request is not None else None,
+        )
+        # /live?chatId= resumes onto the message its page holds: its log stays as it was.
+        rebuilds = transport != "live"
+        record = MessageRecord(chats, app, chat, fold, rebuilds=rebuilds)
+        return ResponseRecords(recording, record)
+
+    async def record_unanswered(self, chat: ChatKey, calls: Sequence[WaitingCall]) -> None:
+        """Calls that ended unanswered with no response open (their socket left): ended in
+        the chat's record as the page would show them had it been there,
+        ``tool-output-error`` with the text the model got (a cancelled approval's, or the
+        browser call's "the user left"), so a reloaded page offers no answer the server would
+        refuse."""
+        chats, app = self.index, self._app
+        user, chat_id = chat
+        try:
+            stored = await chats.get_chat(app, user, chat_id) if calls else None
+            if stored is None:
+                return
+            fold = MessageFold(stored.messages)  # continues the last assistant message
+            for call in calls:
+                ended = (
+                    DISCONNECTED_RESULT if call.approval_id is None else APPROVAL_CANCELLED_RESULT
+                )
+                fold.apply(
+                    {
+                        "type": "tool-output-error",
+                        "toolCallId": call.call_id,
+                        "errorText": ended["error"],
+                    }
+                )
+            await chats.record_messages(app, user, chat_id, fold.messages, create=False)
+        except Exception as exc:  # the socket's run must still end: logged, the record stays
+            logger.warning("chat record not updated chat=%s error=%s", chat_id, type(exc).__name__)

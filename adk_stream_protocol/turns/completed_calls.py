@@ -26,15 +26,18 @@ from google.genai import types
 
 from adk_stream_protocol.coordination.base import ChatKey, ChatLease
 from adk_stream_protocol.foundation.errors import RequestError
+from adk_stream_protocol.foundation.limits import ResponseSlots
 from adk_stream_protocol.foundation.outages import REDIS, SESSION_POOL, SESSION_STORE
 from adk_stream_protocol.store.history import (
     ASSISTANT_MESSAGE_ID_KEY,
     current_turn,
     live_events,
 )
-from adk_stream_protocol.turns.bridge import Bridge
+from adk_stream_protocol.turns.openings import Client
 from adk_stream_protocol.turns.planning import TurnPlan
-from adk_stream_protocol.turns.request_turns import RequestTurn, take_chat
+from adk_stream_protocol.turns.request_turns import PlannedTurn, RequestTurn, take_chat
+from adk_stream_protocol.turns.runners import Runners
+from adk_stream_protocol.turns.turn_services import TurnServices
 
 logger = logging.getLogger(__name__)
 
@@ -117,23 +120,28 @@ def final_result(output: Any = None, error: str | None = None) -> dict[str, Any]
 
 
 async def continue_completed_call(
-    bridge: Bridge, chat: ChatKey, call_id: str, result: dict[str, Any]
+    services: TurnServices,
+    slots: ResponseSlots,
+    chat: ChatKey,
+    call_id: str,
+    result: dict[str, Any],
 ) -> StoredCall:
     """Deliver ``result`` as the final result of the chat's long-running call ``call_id`` and
-    continue its invocation; returns once the continuation's response has begun."""
-    slots = bridge.response_slots
+    continue its invocation, in one of the process's response ``slots``; returns once the
+    continuation's response has begun."""
     if not slots.try_acquire():
         raise slots.busy_error()
+    outages = services.runtime.outages
     try:
-        with bridge.drain.admission():
-            signal, call = await _begin(bridge, chat, call_id, result, slots.release)
+        with services.runtime.drain.admission():
+            signal, call = await _begin(services, chat, call_id, result, slots.release)
     except Exception as exc:
         slots.release()  # the turn never began, so it will not release it
-        refusal = None if isinstance(exc, RequestError) else bridge.outages.refusal(exc, "a call")
+        refusal = None if isinstance(exc, RequestError) else outages.refusal(exc, "a call")
         if refusal is None:
             raise
         raise refusal from exc
-    bridge.outages.up(REDIS, SESSION_STORE, SESSION_POOL)
+    outages.up(REDIS, SESSION_STORE, SESSION_POOL)
     try:
         await asyncio.wait_for(signal.begun.wait(), BEGIN_WAIT_SECONDS)
     except TimeoutError:
@@ -142,17 +150,19 @@ async def continue_completed_call(
 
 
 async def _begin(
-    bridge: Bridge,
+    services: TurnServices,
     chat: ChatKey,
     call_id: str,
     result: dict[str, Any],
     on_end: Callable[[], None],
 ) -> tuple[BeginSignal, StoredCall]:
-    lease = await take_chat(bridge, chat)
+    lease = await take_chat(services, chat)
+    responses = services.responses
     try:
-        async with bridge.opening_response(chat, lease) as log:
-            plan, call = await _plan(bridge, chat, lease, call_id, result)
-            opened = await bridge.open_response("stream", chat, None, log)  # stored messages
+        async with responses.opening(chat, lease) as log:
+            plan, call = await _plan(services.runners, chat, lease, call_id, result)
+            # No request: the chat's stored messages go on.
+            opened = await responses.open(Client(), chat, lease, log, None)
     except BaseException:
         await lease.release()
         raise
@@ -160,21 +170,22 @@ async def _begin(
         "call result delivered user=%s chat=%s call=%s: continuing its invocation", *chat, call_id
     )
     signal = BeginSignal()
-    turn = RequestTurn(bridge, chat, plan, signal, opened=opened, lease=lease, on_end=on_end)
+    turn = RequestTurn(services, opened, PlannedTurn(plan), signal, on_end=on_end)
     turn.begin()
     return signal, call
 
 
 async def _plan(
-    bridge: Bridge, chat: ChatKey, lease: ChatLease, call_id: str, result: dict[str, Any]
+    runners: Runners, chat: ChatKey, lease: ChatLease, call_id: str, result: dict[str, Any]
 ) -> tuple[TurnPlan, StoredCall]:
     """The turn that continues the call's invocation with its result, and the call."""
     session: Session | None
+    sessions = runners.sessions
     if lease.unclean:  # the former holder lapsed: its writes are refused from now on
-        session = await bridge.sessions.fence(*chat, lease.generation)
+        session = await sessions.fence(*chat, lease.generation)
     else:
-        session = await bridge.sessions.service.get_session(
-            app_name=bridge.sessions.app_name, user_id=chat[0], session_id=chat[1]
+        session = await sessions.service.get_session(
+            app_name=sessions.app_name, user_id=chat[0], session_id=chat[1]
         )
     if session is None:  # also another user's chat: the same answer as an unknown call
         raise RequestError(404, NO_SUCH_CALL)

@@ -28,11 +28,12 @@ from adk_stream_protocol.protocol.tool_calls import (
 )
 from adk_stream_protocol.protocol.ui_messages import ChatRequest
 from adk_stream_protocol.store.history import current_turn, live_events
-from adk_stream_protocol.turns.bridge import Bridge
 from adk_stream_protocol.turns.live_runs import LiveRun
+from adk_stream_protocol.turns.openings import Client
 from adk_stream_protocol.turns.planning import plan_request, plan_turn
-from adk_stream_protocol.turns.request_turns import RequestTurn, approval_decisions
+from adk_stream_protocol.turns.request_turns import PlannedTurn, RequestTurn, approval_decisions
 from adk_stream_protocol.turns.response import ChunkSink
+from adk_stream_protocol.turns.turn_services import TurnServices
 
 logger = logging.getLogger(__name__)
 
@@ -62,8 +63,9 @@ class StoredPause:
     """A ``/live?chatId=`` socket's view of confirmations that wait in its chat's session:
     whether there are any, their answer through ``run_async``, and their abandonment."""
 
-    def __init__(self, bridge: Bridge, chat: ChatKey, lease: ChatLease) -> None:
-        self._bridge = bridge
+    def __init__(self, services: TurnServices, chat: ChatKey, lease: ChatLease) -> None:
+        self._services = services
+        self._sessions = services.runners.sessions
         self._chat = chat
         self._lease = lease
         self.waiting = False
@@ -72,7 +74,7 @@ class StoredPause:
 
     async def check(self) -> bool:
         """Whether the chat's current turn waits for an answer to a confirmation."""
-        session = await self._bridge.sessions.open(*self._chat)
+        session = await self._sessions.open(*self._chat)
         calls = turn_calls(current_turn(live_events(session.events)))
         self.waiting = bool(calls.pending_confirmations())
         return self.waiting
@@ -100,40 +102,36 @@ class StoredPause:
         """Answer through ``run_async``, as ``POST /stream`` does, under the socket's lease;
         ``on_end`` when its run has ended, then the socket's live run starts on the answered
         history, unless the chat waits again."""
-        lease = _LentLease(self._lease)
-        async with self._bridge.opening_response(self._chat, lease) as log:
-            plan, shared_state = await plan_request(self._bridge, self._chat[0], request, lease)
+        services, lease = self._services, _LentLease(self._lease)
+        async with services.responses.opening(self._chat, lease) as log:
+            plan, shared_state = await plan_request(
+                services.runners,
+                self._chat[0],
+                request,
+                lease,
+                defer_intermediate=not services.settings.stream_intermediate_results,
+            )
             # A live run started meanwhile (by audio) holds the session as it was: it starts
             # again.
             await run.close()
-            opened = await self._bridge.open_response("live", self._chat, request, log)
+            opened = await services.responses.open(Client("live"), self._chat, lease, log, request)
         self._settled.clear()
 
         def ended() -> None:
             on_end()
-            self._bridge.spawn(
+            services.runtime.tasks.spawn(
                 self._after_answer(run.reopen), name=f"live-answered:{self._chat[1]}"
             )
 
-        turn = RequestTurn(
-            self._bridge,
-            self._chat,
-            plan,
-            sink,
-            opened=opened,
-            lease=lease,
-            on_end=ended,
-            decisions=approval_decisions(request),
-            transport="live",
-            shared_state=shared_state,
-        )
+        planned = PlannedTurn(plan, approval_decisions(request), shared_state)
+        turn = RequestTurn(services, opened, planned, sink, on_end=ended)
         logger.info("live chat=%s: a stored confirmation answered through run_async", self._chat[1])
         turn.begin()
 
     async def _after_answer(self, then: Callable[[], Awaitable[None]]) -> None:
         try:
             # The turn let go of the lease it was lent: the socket's tools hold it again.
-            self._bridge.tool_starts.hold(self._chat, self._lease)
+            self._services.tools.starts.hold(self._chat, self._lease)
             if not await self.check():
                 await then()
         except Exception:
@@ -147,25 +145,27 @@ class StoredPause:
         cancelled), its browser calls end ("the user left") as the record then says (ADR
         0042)."""
         await self._settled.wait()  # an answer's run holds the lease it was lent
-        pending = self._bridge.coordination.pending
+        services = self._services
+        pending = services.coordination.pending
         left = await pending.waiting(self._chat)
         asked = [call for call in left if call.approval_id is not None and hand_over]
         if asked:  # as under run_async, the model is not called after the pause
             run.queue.close()
-        with self._bridge.live_gate.handing_off(self._chat) if asked else nullcontext():
+        with services.tools.gate.handing_off(self._chat) if asked else nullcontext():
             await pending.unwatch(self._chat, dict(DISCONNECTED_RESULT))
             await run.close()
-        await self._bridge.record_unanswered(self._chat, [c for c in left if c not in asked])
+        unanswered = [c for c in left if c not in asked]
+        await services.responses.records.record_unanswered(self._chat, unanswered)
 
     async def abandon(self, request: ChatRequest) -> None:
         """A new message instead of the answer: the calls waiting get the result ``POST
         /stream`` gives them (``plan_turn``), so the live model's history stays valid."""
         if not self.waiting:
             return
-        session = await self._bridge.sessions.open(*self._chat)
+        session = await self._sessions.open(*self._chat)
         plan = plan_turn(request, session.events)
         if plan.prior_tool_results is not None and plan.rewind_before_event_id is None:
-            await self._bridge.sessions.service.append_event(
+            await self._sessions.service.append_event(
                 session,
                 Event(
                     author="user",

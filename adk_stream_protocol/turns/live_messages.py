@@ -8,7 +8,7 @@ the chat's history when it connected and has kept every turn since. So the chat 
 as ``POST /stream`` plans it (``plan_turn``: which user message's event to rewind to, and what
 to send), the socket's turn is abandoned as a new message abandons it, then
 ``rewind_live_chat`` ends the run, rewinds the session to before that event
-(``Bridge.rewind``) and starts the run again: the model connects anew with the rewound
+(``Runners.rewind``) and starts the run again: the model connects anew with the rewound
 history, and the message is its next turn.
 """
 
@@ -24,9 +24,9 @@ from adk_stream_protocol.foundation.errors import RequestError
 from adk_stream_protocol.protocol.inputs import is_voice_turn, user_content
 from adk_stream_protocol.protocol.ui_messages import ChatRequest
 from adk_stream_protocol.store.history import USER_MESSAGE_ID_KEY
-from adk_stream_protocol.turns.bridge import Bridge
 from adk_stream_protocol.turns.live_runs import LiveRun
 from adk_stream_protocol.turns.planning import plan_turn
+from adk_stream_protocol.turns.runners import Runners
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ def answers_again(request: ChatRequest) -> bool:
 
 
 async def plan_live_message(
-    bridge: Bridge, chat: ChatKey, request: ChatRequest, *, last_sent: str | None
+    runners: Runners, chat: ChatKey, request: ChatRequest, *, last_sent: str | None
 ) -> LiveMessage:
     """What the request's user message sends, or ``RequestError`` before anything changes.
     ``last_sent``: the user message sent last on this socket."""
@@ -65,7 +65,7 @@ async def plan_live_message(
         raise RequestError(422, "a voice message cannot be answered again; speak it again")
     # The plan reads what the session holds now; the run may still add to the turn it will
     # abandon, never before the user message to rewind to.
-    session = await bridge.sessions.open(*chat)
+    session = await runners.sessions.open(*chat)
     plan = plan_turn(request, session.events)
     if plan.new_message is None:  # pragma: no cover - a user message is always sent
         raise RequestError(422, "the request sends no user message")
@@ -75,15 +75,15 @@ async def plan_live_message(
 
 
 async def rewind_live_chat(
-    bridge: Bridge, run: LiveRun, chat: ChatKey, message: LiveMessage
+    runners: Runners, run: LiveRun, chat: ChatKey, message: LiveMessage
 ) -> Exception | None:
     """End the run, rewind the chat to before the message's event, and start the run again on
     it. Returns what ``LiveRun.use`` returns: the new run's failure, for the response."""
     assert message.rewind_before_event_id is not None
     await run.close()
     try:
-        session = await bridge.sessions.open(*chat)
-        await bridge.rewind(session, message.rewind_before_event_id)
+        session = await runners.sessions.open(*chat)
+        await runners.rewind(session, message.rewind_before_event_id)
         logger.info("live chat=%s rewound; the run starts again", chat[1])
     finally:
         await run.reopen()  # a start that fails is tried again, and reported, by ``use``

@@ -3,10 +3,11 @@ live model is in its own turn.
 
 One run serves every message of the socket; a regenerate or an edit closes it and opens
 another on the rewound session (``reopen``, docs/adr/0046). The run knows nothing of
-responses: it hands each event to ``on_event`` (the connection's current turn), except what
-the client did not ask for, which it discards until that model turn ends: the tail of a turn
-interrupted or abandoned by a new message, and the answer to a history that ends on the
-user's side, which the model gives as it connects.
+responses, turns or sockets: it reports (``RunReports``) each event, each data part its
+tools send (``ToolData``) and its failure (``RunFailed``) to whoever drives the socket, which
+hands them to its current turn. It discards what the client did not ask for until that model
+turn ends: the tail of a turn interrupted or abandoned by a new message, and the answer to a
+history that ends on the user's side, which the model gives as it connects.
 """
 
 from __future__ import annotations
@@ -14,27 +15,31 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections import deque
+from collections.abc import Mapping
 from contextlib import aclosing
+from dataclasses import dataclass
 from typing import Any
 
 from google.adk.agents import LiveRequest, LiveRequestQueue
 from google.adk.events import Event
 from google.genai import types
 
+from adk_stream_protocol.coordination.base import ChatKey
 from adk_stream_protocol.foundation.errors import RequestError
-from adk_stream_protocol.observability.telemetry import LiveRunTrace, ResponseObserver
-from adk_stream_protocol.plugins.tool_ui import DataRoute
+from adk_stream_protocol.observability.telemetry import LiveRunTrace, ResponseObserver, Telemetry
 from adk_stream_protocol.protocol.chunks import DataChunk
 from adk_stream_protocol.protocol.shared_state import SharedState
-from adk_stream_protocol.protocol.step_authors import StepAuthors
 from adk_stream_protocol.store.history import (
     CARRIED_STAMPS_KEY,
     RESPONSE_ID_KEY,
     ends_on_users_side,
 )
-from adk_stream_protocol.turns.bridge import Bridge
+from adk_stream_protocol.turns.background_tasks import BackgroundTasks
+from adk_stream_protocol.turns.chat_tools import ChatTools
 from adk_stream_protocol.turns.recovery import finish_cut_run, stored_recovery
+from adk_stream_protocol.turns.response import ChatParts
+from adk_stream_protocol.turns.runners import Runners
 
 logger = logging.getLogger(__name__)
 
@@ -44,25 +49,114 @@ TURN_END_WAIT_SECONDS = 10.0
 _CLOSE_WAIT_SECONDS = 2.0
 
 
+@dataclass(frozen=True)
+class ToolData:
+    """A data part a tool of the run sent while it ran (``send_data``, docs/adr/0025), and
+    the id of its call."""
+
+    chunk: DataChunk
+    call_id: str | None
+
+
+@dataclass(frozen=True)
+class RunFailed:
+    """The run failed after the client's input had used it."""
+
+    error: Exception
+
+
+RunReport = Event | ToolData | RunFailed
+
+
+class _Handover:
+    """One report, and its reporter waiting until it was handled."""
+
+    __slots__ = ("handled", "report")
+
+    def __init__(self, report: RunReport) -> None:
+        self.report = report
+        self.handled: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+
+class RunReports:
+    """What a run reports to whoever drives its socket, in order and one at a time.
+
+    A report is handed over as a call would be: its reporter goes on once the driver has
+    handled it and asks for the next (``next``). So the run reads ADK's next event only
+    after the last one reached the turn, and a tool goes on once its data part has.
+    """
+
+    def __init__(self) -> None:
+        self._waiting: deque[_Handover] = deque()
+        self._arrived = asyncio.Event()
+        self._handling: _Handover | None = None
+        self._closed = False
+
+    async def put(self, report: RunReport) -> None:
+        """Hand ``report`` over; returns once it was handled (at once when nobody drives)."""
+        if self._closed:
+            return
+        handover = _Handover(report)
+        self._waiting.append(handover)
+        self._arrived.set()
+        try:
+            await handover.handled
+        except asyncio.CancelledError:
+            if handover in self._waiting:  # never handed over: it goes with its reporter
+                self._waiting.remove(handover)
+            raise
+
+    async def next(self) -> RunReport | None:
+        """The last report is handled: the next one, once it comes; None once closed."""
+        self._done_with_last()
+        while not self._waiting:
+            if self._closed:
+                return None
+            self._arrived.clear()
+            await self._arrived.wait()
+        self._handling = self._waiting.popleft()
+        return self._handling.report
+
+    def close(self) -> None:
+        """Nobody drives the socket any more: no reporter waits from now on."""
+        self._closed = True
+        self._done_with_last()
+        while self._waiting:
+            _handled(self._waiting.popleft())
+        self._arrived.set()
+
+    def _done_with_last(self) -> None:
+        if self._handling is not None:
+            _handled(self._handling)
+            self._handling = None
+
+
+def _handled(handover: _Handover) -> None:
+    if not handover.handled.done():
+        handover.handled.set_result(None)
+
+
 class LiveRun:
+    """A socket's ``run_live``: what the client sends the model goes in (``queue``,
+    ``send_content``, ``send_state``); what comes out is reported (``reports``)."""
+
     def __init__(
         self,
-        bridge: Bridge,
-        user_id: str,
-        chat_id: str,
+        chat: ChatKey,
+        runners: Runners,
+        tools: ChatTools,
         *,
-        on_event: Callable[[Event], Awaitable[None]],
-        on_failure: Callable[[Exception], Awaitable[None]],
+        telemetry: Telemetry,
+        tasks: BackgroundTasks,
     ) -> None:
-        self._bridge = bridge
-        self._user_id = user_id
-        self._chat_id = chat_id
-        self._on_event = on_event
-        self._on_failure = on_failure
-        # What the run's tools send the page goes to the turn that opened the last response
-        # (docs/adr/0025); the artifacts they save are read from here.
-        self._data_to: DataRoute | None = None
-        self.artifacts = bridge.chat_artifacts(user_id, chat_id)
+        self._chat = chat
+        self._runners = runners
+        self._tools = tools
+        self._telemetry = telemetry
+        self._tasks = tasks
+        self.reports = RunReports()
+        # The artifacts the run's tools save, read for the socket's responses.
+        self._files = runners.chat_artifacts(*chat)
         self.queue = LiveRequestQueue()
         self._task: asyncio.Task[None] | None = None
         # Set between the live model's turns (after turn_complete), clear inside one.
@@ -90,9 +184,9 @@ class LiveRun:
         try:
             await self._ensure_started()
         except RequestError as exc:  # the session store's outage, logged where it was met
-            logger.info("live run not started at connect chat=%s: %s", self._chat_id, exc)
+            logger.info("live run not started at connect chat=%s: %s", self._chat[1], exc)
         except Exception:
-            logger.warning("live run not started at connect chat=%s", self._chat_id, exc_info=True)
+            logger.warning("live run not started at connect chat=%s", self._chat[1], exc_info=True)
 
     async def use(self) -> Exception | None:
         """The client's input needs the run. Returns the failure of a run that ended before
@@ -107,9 +201,9 @@ class LiveRun:
         # that history when it connects.
         if self._task is None:
             await self._finish_cut_turn()
-            session = await self._bridge.sessions.open(self._user_id, self._chat_id)
+            session = await self._runners.sessions.open(*self._chat)
             if self.shared_state is None:
-                self.shared_state = self._bridge.shared_state(session.state)
+                self.shared_state = self._runners.shared_state(session.state)
             else:  # reopened on a rewound chat: what the rewind gave back is sent
                 self.shared_state.reset(session.state)
             if ends_on_users_side(session.events):
@@ -118,19 +212,19 @@ class LiveRun:
                 # answer: it is dropped, and the first message waits for it to end.
                 self._model_idle.clear()
                 self._discard_until_turn_end = True
-            self._trace = self._bridge.telemetry.live_run(self._chat_id)
+            self._trace = self._telemetry.live_run(self._chat[1])
             with self._trace.current():  # ADK's spans of the run nest under the run's span
-                self._task = self._bridge.spawn(self._run(), name=f"live:{self._chat_id}")
+                self._task = self._tasks.spawn(self._run(), name=f"live:{self._chat[1]}")
 
     async def _finish_cut_turn(self) -> None:
         """A turn whose run was cut short (a crash) is finished before the model connects,
         unseen: the model then gets the whole history (docs/adr/0032)."""
-        chat = (self._user_id, self._chat_id)
-        recovery = await stored_recovery(self._bridge, chat)
+        chat = self._chat
+        recovery = await stored_recovery(self._runners, chat)
         if recovery is None:
             return
         run = finish_cut_run(
-            self._bridge,
+            self._runners,
             chat,
             recovery,
             stamps={RESPONSE_ID_KEY: uuid.uuid4().hex},
@@ -143,8 +237,8 @@ class LiveRun:
     def observe_response(self, *, continuation: bool) -> ResponseObserver:
         """The span and metrics of a response of this socket, under the run's span. The run
         outlives the responses: it ends one that the socket left open (``close``)."""
-        self._observer = self._bridge.telemetry.response(
-            self._chat_id,
+        self._observer = self._telemetry.response(
+            self._chat[1],
             "live",
             ai_sdk=6,
             continuation=continuation,
@@ -152,20 +246,26 @@ class LiveRun:
         )
         return self._observer
 
-    def step_authors(self) -> StepAuthors | None:
-        """Who answered, for one response of this socket (docs/adr/0044)."""
-        return self._bridge.step_authors(live=True)
+    def chat_parts(self) -> ChatParts:
+        """What one response of this socket sends of its chat beside the model's answer:
+        the artifacts the run's tools save, the chat's shared state as the run keeps it, who
+        answered (docs/adr/0044)."""
+        return ChatParts(
+            files=self._files,
+            shared_state=self.shared_state,
+            authors=self._runners.step_authors(live=True),
+        )
 
     def send_state(self, delta: Mapping[str, Any] | None, *, answers: bool = False) -> None:
         """The page's changes to the shared state, stored by the run as a user event: with a
         new message, before its content (ADK's ``LiveRequest.state_delta``); with answers,
         when the call they answer goes on (``PageStates``)."""
-        chat = (self._user_id, self._chat_id)
+        page_states = self._tools.page_states
         if answers:
             if delta:
-                self._bridge.page_states.put(chat, dict(delta))
+                page_states.put(self._chat, dict(delta))
         else:  # with what no answer took
-            delta = {**self._bridge.page_states.take(chat), **(delta or {})}
+            delta = {**page_states.take(self._chat), **(delta or {})}
             if delta:
                 self.queue.send(LiveRequest(state_delta=delta))
         if delta and self.shared_state is not None:
@@ -178,12 +278,9 @@ class LiveRun:
         delta = {CARRIED_STAMPS_KEY: stamps} if stamps else None
         self.queue.send(LiveRequest(content=content, state_delta=delta))
 
-    def send_data_to(self, route: DataRoute) -> None:
-        self._data_to = route
-
-    async def _route_data(self, chunk: DataChunk, call_id: str | None) -> None:
-        if self._data_to is not None:
-            await self._data_to(chunk, call_id)
+    async def _report_data(self, chunk: DataChunk, call_id: str | None) -> None:
+        """The route of the run's tools' data parts (``ToolUiPlugin``): reported in turn."""
+        await self.reports.put(ToolData(chunk, call_id))
 
     def discard_rest_of_model_turn(self) -> None:
         """Drop what the model still sends of its current turn (if it is in one): a voice
@@ -199,7 +296,7 @@ class LiveRun:
         try:
             await asyncio.wait_for(self._model_idle.wait(), TURN_END_WAIT_SECONDS)
         except TimeoutError:
-            logger.warning("live turn did not end chat=%s; continuing", self._chat_id)
+            logger.warning("live turn did not end chat=%s; continuing", self._chat[1])
 
     async def reopen(self) -> None:
         """Start another run after ``close``, on the session as it is now (a rewound chat):
@@ -214,7 +311,7 @@ class LiveRun:
     async def close(self) -> None:
         self._closing = True
         self.queue.close()
-        self._bridge.page_states.take((self._user_id, self._chat_id))  # nobody stores them now
+        self._tools.page_states.take(self._chat)  # nobody stores them now
         if self._observer is not None:
             self._observer.end()  # a no-op once the response ended
         if self._task is None:
@@ -231,14 +328,14 @@ class LiveRun:
                 self._trace.end()
 
     async def _run(self) -> None:
-        chat = (self._user_id, self._chat_id)
-        self._bridge.tool_ui.open_route(chat, self._route_data)
+        routes = self._tools.ui
+        routes.open_route(self._chat, self._report_data)
         try:
-            async for event in self._bridge.live_runner.run_live(
-                user_id=self._user_id,
-                session_id=self._chat_id,
+            async for event in self._runners.live_runner.run_live(
+                user_id=self._chat[0],
+                session_id=self._chat[1],
                 live_request_queue=self.queue,
-                run_config=self._bridge.live_run_config(),
+                run_config=self._runners.live_run_config(),
             ):
                 await self._dispatch(event)
         except asyncio.CancelledError:
@@ -246,15 +343,15 @@ class LiveRun:
         except Exception as exc:
             if self._closing:  # e.g. an agent's after-agent callback: no turn is open now
                 logger.warning(
-                    "live run of chat=%s failed as it ended", self._chat_id, exc_info=True
+                    "live run of chat=%s failed as it ended", self._chat[1], exc_info=True
                 )
                 return
             if not self._used:
                 self._early_failure = exc  # reported by the first input (see ``use``)
                 return
-            await self._on_failure(exc)
+            await self.reports.put(RunFailed(exc))
         finally:
-            self._bridge.tool_ui.close_route(chat, self._route_data)
+            routes.close_route(self._chat, self._report_data)
 
     async def _dispatch(self, event: Event) -> None:
         if self.shared_state is not None:
@@ -271,4 +368,4 @@ class LiveRun:
             if event.turn_complete:
                 self._discard_until_turn_end = False
             return
-        await self._on_event(event)
+        await self.reports.put(event)

@@ -12,36 +12,31 @@ starts a new turn, so none of it outlives the turn.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from typing import Any
 
 from google.adk.events import Event
 from google.genai import types
 
-from adk_stream_protocol.coordination.base import ChatKey, PendingCalls, ResponseLog, WaitingCall
+from adk_stream_protocol.coordination.base import ChatKey, PendingCalls, WaitingCall
 from adk_stream_protocol.foundation.settings import Settings
 from adk_stream_protocol.observability.telemetry import ResponseObserver
 from adk_stream_protocol.protocol.chunks import BaseChunk, DataChunk, FinishReason
 from adk_stream_protocol.protocol.converter import StreamProtocolConverter
-from adk_stream_protocol.protocol.shared_state import SharedState
-from adk_stream_protocol.protocol.step_authors import StepAuthors
 from adk_stream_protocol.protocol.tool_calls import TurnCalls
 from adk_stream_protocol.protocol.ui_messages import UIMessage
-from adk_stream_protocol.store.artifact_files import ChatArtifacts
 from adk_stream_protocol.turns.answers import (
     Answers,
     check_complete,
     collect_answers,
     take_steering,
 )
-from adk_stream_protocol.turns.chat_records import ResponseRecords
+from adk_stream_protocol.turns.background_tasks import BackgroundTasks
 from adk_stream_protocol.turns.deferral import Deferral
 from adk_stream_protocol.turns.live_runs import LiveRun
-from adk_stream_protocol.turns.response import ChunkSink, Response
+from adk_stream_protocol.turns.response import ChatParts, Delivery, Response
 
 logger = logging.getLogger(__name__)
-
-Spawn = Callable[[Coroutine[Any, Any, None]], object]
 
 
 class LiveResponse(Response):
@@ -50,50 +45,41 @@ class LiveResponse(Response):
     def __init__(
         self,
         converter: StreamProtocolConverter,
-        sink: ChunkSink,
-        log: ResponseLog,
+        delivery: Delivery,
         *,
-        deferral: Deferral | None,
         on_end: Callable[[], None],
-        observer: ResponseObserver | None = None,
-        records: ResponseRecords | None = None,
-        files: ChatArtifacts | None = None,
-        shared_state: SharedState | None = None,
-        authors: StepAuthors | None = None,
-        coalescing_seconds: float = 0.0,
+        parts: ChatParts,
+        deferral: Deferral | None,
+        observer: ResponseObserver,
     ) -> None:
-        super().__init__(
-            converter,
-            sink,
-            log,
-            deferral=deferral,
-            observer=observer,
-            records=records,
-            files=files,
-            shared_state=shared_state,
-            authors=authors,
-            coalescing_seconds=coalescing_seconds,
-        )
+        super().__init__(converter, delivery, parts=parts, deferral=deferral, observer=observer)
         self.calls = TurnCalls()  # the calls this response made, and their results
         self.announced: set[str] = set()  # approval ids whose requests it sent
         self.on_end = on_end  # gives back the process's response slot
 
 
 class LiveTurn:
+    """One user message on the socket, and every response until its answer is complete.
+    The connection drives it (the run's events, the calls that wait, the client's frames);
+    it sends the model what its responses need through the socket's ``LiveRun``."""
+
     def __init__(
         self,
         chat: ChatKey,
-        *,
-        settings: Settings,
         run: LiveRun,
+        *,
+        user_message_id: str | None,
         pending: PendingCalls,
-        spawn: Spawn,
+        settings: Settings,
+        tasks: BackgroundTasks,
     ) -> None:
         self._chat = chat
         self._settings = settings
         self._run = run
         self._pending = pending
-        self._spawn = spawn
+        self._tasks = tasks
+        # The user message the turn answers: the same one sent again is refused.
+        self.user_message_id = user_message_id
         self.calls = TurnCalls()  # every call of the turn, from the run's events
         self.approvals: dict[str, str] = {}  # approval id -> the call it gates
         self._delivered: set[str] = set()  # browser calls whose result the client gave
@@ -118,16 +104,15 @@ class LiveTurn:
     async def open_response(
         self,
         message_id: str,
-        sink: ChunkSink,
-        log: ResponseLog,
+        delivery: Delivery,
         *,
         on_end: Callable[[], None],
         continuation: bool = False,
         denied: set[str] | None = None,
-        records: ResponseRecords | None = None,
         page_state: dict[str, Any] | None = None,
     ) -> LiveResponse:
-        """The next response of the turn; ``page_state``: the request's changes to the shared
+        """The next response of the turn; ``on_end``: called as it closes (it gives back
+        the process's response slot); ``page_state``: the request's changes to the shared
         state, stored by the run before the model goes on (docs/adr/0044)."""
         self._run.send_state(page_state, answers=continuation)
         converter = StreamProtocolConverter(
@@ -141,19 +126,13 @@ class LiveTurn:
         defer = continuation and not self._settings.stream_intermediate_results
         response = LiveResponse(
             converter,
-            sink,
-            log,
-            deferral=Deferral(self._held) if defer else None,
+            delivery,
             on_end=on_end,
+            parts=self._run.chat_parts(),
+            deferral=Deferral(self._held) if defer else None,
             observer=self._run.observe_response(continuation=continuation),
-            records=records,
-            files=self._run.artifacts,
-            shared_state=self._run.shared_state,
-            authors=self._run.step_authors(),
-            coalescing_seconds=self._settings.delta_coalescing_ms / 1000,
         )
         self.response = response
-        self._run.send_data_to(self.tool_data)
         await response.start()
         return response
 
@@ -239,13 +218,13 @@ class LiveTurn:
         self._run.discard_rest_of_model_turn()
         await self.end_response(reason="other")
 
-    # -- calls waiting for the client (called by the approval plugin's PendingCalls) -----------
+    # -- calls waiting for the client (the approval plugin's, through the connection) ---------
 
     def on_waiting(self, call: WaitingCall) -> None:
         self._working = False  # the run waits for the client again
         if call.approval_id is not None:
             self.approvals[call.approval_id] = call.call_id
-        self._spawn(self._announce(call))
+        self._tasks.spawn(self._announce(call), name=f"live-call:{self._chat[1]}")
 
     async def _announce(self, call: WaitingCall) -> None:
         response = self.response

@@ -48,8 +48,8 @@ from adk_stream_protocol.turns.answers import (
     collect_answers,
     take_steering,
 )
-from adk_stream_protocol.turns.bridge import Bridge
 from adk_stream_protocol.turns.recovery import Recovery, recovery_of
+from adk_stream_protocol.turns.runners import Runners
 
 logger = logging.getLogger(__name__)
 
@@ -246,12 +246,19 @@ def _response_part(name: str, call_id: str, response: dict[str, Any]) -> types.P
 
 
 async def plan_request(
-    bridge: Bridge, user_id: str, request: ChatRequest, lease: ChatLease
+    runners: Runners,
+    user_id: str,
+    request: ChatRequest,
+    lease: ChatLease,
+    *,
+    defer_intermediate: bool,
 ) -> tuple[TurnPlan, SharedState | None]:
     """The request's plan against the stored session, under the chat's lease, and what must
     be stored before its run: a rewind, prior results, the page's state (ADR 0044); with the
-    chat's shared state, changed by the rewind and the request, for its response."""
-    sessions = bridge.sessions
+    chat's shared state, changed by the rewind and the request, for its response.
+    ``defer_intermediate``: a continuation holds back what comes before its final answer
+    (``stream_intermediate_results`` off)."""
+    sessions = runners.sessions
     if lease.unclean:  # the former holder lapsed: its writes are refused from now on
         session = await sessions.fence(user_id, request.id, lease.generation)
     else:
@@ -259,11 +266,11 @@ async def plan_request(
     plan = plan_turn(
         request,
         session.events,
-        defer_intermediate=not bridge.settings.stream_intermediate_results,
+        defer_intermediate=defer_intermediate,
     )
-    shared_state = bridge.shared_state(session.state)
+    shared_state = runners.shared_state(session.state)
     if plan.rewind_before_event_id:  # ADK's, with the keys it left None removed
-        await bridge.rewind(session, plan.rewind_before_event_id)
+        await runners.rewind(session, plan.rewind_before_event_id)
     rewound = bool(plan.rewind_before_event_id) and shared_state is not None
     if rewound or plan.prior_tool_results is not None:
         session = await sessions.open(user_id, request.id)  # after what the rewind gave back

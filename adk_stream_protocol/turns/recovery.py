@@ -35,7 +35,7 @@ from adk_stream_protocol.protocol.tool_calls import (
     turn_calls,
 )
 from adk_stream_protocol.store.history import current_turn, live_events
-from adk_stream_protocol.turns.bridge import Bridge
+from adk_stream_protocol.turns.runners import Runners
 
 logger = logging.getLogger(__name__)
 
@@ -93,14 +93,14 @@ def recovery_of(calls: TurnCalls) -> Recovery | None:
     return Recovery(calls.invocation_id, tuple(results))
 
 
-async def stored_recovery(bridge: Bridge, chat: ChatKey) -> Recovery | None:
+async def stored_recovery(runners: Runners, chat: ChatKey) -> Recovery | None:
     """The recovery the chat's stored current turn needs, if its run was cut short."""
-    session = await bridge.sessions.open(*chat)
+    session = await runners.sessions.open(*chat)
     return recovery_of(turn_calls(current_turn(live_events(session.events))))
 
 
 async def finish_cut_run(
-    bridge: Bridge,
+    runners: Runners,
     chat: ChatKey,
     recovery: Recovery,
     *,
@@ -111,7 +111,7 @@ async def finish_cut_run(
     runs or refuses the calls the user decided, and calls the model. Yields the recorded
     events, then the run's. The caller holds the chat's lease."""
     user_id, chat_id = chat
-    sessions = bridge.sessions
+    sessions = runners.sessions
     session = await sessions.open(user_id, chat_id)
     for author in sorted({r.author for r in recovery.results}):
         results = [r for r in recovery.results if r.author == author]
@@ -132,11 +132,11 @@ async def finish_cut_run(
         ",".join(recovery.unknown) or "none",
     )
     async with aclosing(
-        bridge.runner.run_async(
+        runners.runner.run_async(
             user_id=user_id,
             session_id=chat_id,
             invocation_id=recovery.invocation_id,
-            run_config=bridge.run_config(dict(stamps)),
+            run_config=runners.run_config(dict(stamps)),
             abort_signal=abort_signal,
         )
     ) as events:

@@ -11,8 +11,9 @@ that lapsed under the run do the same. With resumable streams a client that leav
 stop the run: the response goes on into the chat's chunk log, to be resumed. A client that
 says it is done with the response (``stop``, an ai 7 socket's ``abort``) stops it either way.
 
-``ai_sdk`` is the AI SDK version the client is known to speak: 7 only on an ai 7 socket, or
-when a ``POST /stream`` body says ``"aiSdk": 7`` (docs/adr/0023).
+A turn is given what it runs with (``TurnServices``), the response opened for it under the
+chat's lease for its ``Client`` (``OpenedResponse``: the transport, the AI SDK version the
+client is known to speak, docs/adr/0023), and its ``PlannedTurn``.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncGenerator, Callable, Set
+from collections.abc import AsyncGenerator, Callable, Sequence, Set
 from contextlib import aclosing
+from dataclasses import dataclass
 
 from google.adk.events import Event
 
@@ -35,7 +37,7 @@ from adk_stream_protocol.foundation.outages import (
     SESSION_POOL,
     SESSION_STORE,
 )
-from adk_stream_protocol.protocol.chunks import AiSdkVersion, Transport
+from adk_stream_protocol.foundation.settings import Settings
 from adk_stream_protocol.protocol.converter import StreamProtocolConverter
 from adk_stream_protocol.protocol.shared_state import SharedState
 from adk_stream_protocol.protocol.ui_messages import ChatRequest
@@ -46,105 +48,105 @@ from adk_stream_protocol.store.history import (
     USER_MESSAGE_ID_KEY,
 )
 from adk_stream_protocol.store.result_outbox import kept_in
-from adk_stream_protocol.turns.bridge import Bridge, OpenedResponse
 from adk_stream_protocol.turns.deferral import Deferral
 from adk_stream_protocol.turns.drain import END_WAIT_SECONDS, RESTART_TEXT, TOOL_WAIT_SECONDS
+from adk_stream_protocol.turns.openings import Client, OpenedResponse
 from adk_stream_protocol.turns.planning import TurnPlan, plan_request
 from adk_stream_protocol.turns.recovery import Recovery, finish_cut_run
-from adk_stream_protocol.turns.response import ChunkSink, Response
+from adk_stream_protocol.turns.response import ChunkSink, Delivery, Response
+from adk_stream_protocol.turns.turn_services import TurnServices
 
 logger = logging.getLogger(__name__)
 
 
 async def begin_request_turn(
-    bridge: Bridge,
+    services: TurnServices,
     user_id: str,
     request: ChatRequest,
     sink: ChunkSink,
     *,
+    client: Client,
     on_end: Callable[[], None],
-    ai_sdk: AiSdkVersion = 6,
-    transport: Transport = "stream",
 ) -> RequestTurn:
     """Plan the request under the chat's lease and start its run. Refusals raise
     ``RequestError`` before anything is sent, a store's outage as 503 (docs/adr/0030);
     ``on_end`` is called once the run has ended."""
+    runtime = services.runtime
     try:
         # 503 once the server drains; a plan under way holds the drain (docs/adr/0033).
-        with bridge.drain.admission():
-            turn = await _begin(bridge, user_id, request, sink, on_end, ai_sdk, transport)
+        with runtime.drain.admission():
+            turn = await _begin(services, (user_id, request.id), request, sink, client, on_end)
     except Exception as exc:
-        refusal = None if isinstance(exc, RequestError) else bridge.outages.refusal(exc, "a turn")
+        refusal = None if isinstance(exc, RequestError) else runtime.outages.refusal(exc, "a turn")
         if refusal is None:
             raise
         raise refusal from exc
-    bridge.outages.up(REDIS, SESSION_STORE, SESSION_POOL)
+    runtime.outages.up(REDIS, SESSION_STORE, SESSION_POOL)
     return turn
 
 
 async def _begin(
-    bridge: Bridge,
-    user_id: str,
+    services: TurnServices,
+    chat: ChatKey,
     request: ChatRequest,
     sink: ChunkSink,
+    client: Client,
     on_end: Callable[[], None],
-    ai_sdk: AiSdkVersion,
-    transport: Transport,
 ) -> RequestTurn:
-    chat: ChatKey = (user_id, request.id)
-    lease = await take_chat(bridge, chat)
+    lease = await take_chat(services, chat)
+    responses = services.responses
     try:
-        async with bridge.opening_response(chat, lease) as log:
-            plan, shared_state = await plan_request(bridge, user_id, request, lease)
-            opened = await bridge.open_response(transport, chat, request, log, ai_sdk=ai_sdk)
+        async with responses.opening(chat, lease) as log:
+            plan, shared_state = await plan_request(
+                services.runners,
+                chat[0],
+                request,
+                lease,
+                defer_intermediate=not services.settings.stream_intermediate_results,
+            )
+            opened = await responses.open(client, chat, lease, log, request)
     except BaseException:
         await lease.release()
         raise
+    decisions = (
+        approval_decisions(request, _run_by_page(services.settings, plan))
+        if plan.continuation
+        else []
+    )
     turn = RequestTurn(
-        bridge,
-        chat,
-        plan,
-        sink,
-        opened=opened,
-        lease=lease,
-        on_end=on_end,
-        ai_sdk=ai_sdk,
-        decisions=(
-            approval_decisions(request, _run_by_page(bridge, plan)) if plan.continuation else []
-        ),
-        transport=transport,
-        shared_state=shared_state,
+        services, opened, PlannedTurn(plan, decisions, shared_state), sink, on_end=on_end
     )
     turn.begin()
     return turn
 
 
-async def take_chat(bridge: Bridge, chat: ChatKey) -> ChatLease:
+async def take_chat(services: TurnServices, chat: ChatKey) -> ChatLease:
     """The chat's lease for a request; 409 after the busy timeout, 503 while results wait."""
-    leases = bridge.coordination.leases
+    leases = services.coordination.leases
     lease = await leases.try_acquire(chat)
     if lease is not None:
         return lease
-    await _refuse_while_results_wait(bridge, chat)
+    await _refuse_while_results_wait(services, chat)
     try:
-        return await leases.acquire(chat, bridge.settings.chat_busy_timeout_seconds)
+        return await leases.acquire(chat, services.settings.chat_busy_timeout_seconds)
     except TimeoutError:  # the builtin one: the chat stayed held (not a Redis timeout)
-        await _refuse_while_results_wait(bridge, chat)
+        await _refuse_while_results_wait(services, chat)
         raise RequestError(
             409, "this chat is still answering an earlier request; try again shortly"
         ) from None
 
 
-async def _refuse_while_results_wait(bridge: Bridge, chat: ChatKey) -> None:
+async def _refuse_while_results_wait(services: TurnServices, chat: ChatKey) -> None:
     """A chat whose turn holds its lease until kept results are saved, here or in another
     process: 503, since the store's return ends it, not the busy 409 (docs/adr/0035)."""
-    if bridge.outbox.holds(chat) or await bridge.coordination.leases.results_waiting(chat):
+    leases = services.coordination.leases
+    if services.runners.outbox.holds(chat) or await leases.results_waiting(chat):
         raise RequestError(503, RESULTS_WAITING_MESSAGE, retry_after=RETRY_AFTER_SECONDS)
 
 
-def _run_by_page(bridge: Bridge, plan: TurnPlan) -> set[str]:
+def _run_by_page(settings: Settings, plan: TurnPlan) -> set[str]:
     """Approved browser calls the page runs as the user approved them (``add-output``)."""
-    if bridge.settings.browser_approval_flow != "add-output":
+    if settings.browser_approval_flow != "add-output":
         return set()
     return {call.call_id for call in plan.rearmed_calls}
 
@@ -165,38 +167,46 @@ def approval_decisions(
     ]
 
 
+@dataclass(frozen=True)
+class PlannedTurn:
+    """A request's plan, and what its response starts from: the approvals the continuation
+    answers, the chat's shared state (docs/adr/0044)."""
+
+    plan: TurnPlan
+    decisions: Sequence[tuple[str, bool, str | None]] = ()
+    shared_state: SharedState | None = None
+
+
 class RequestTurn:
     """The run of one planned request and its one response."""
 
     def __init__(
         self,
-        bridge: Bridge,
-        chat: ChatKey,
-        plan: TurnPlan,
+        services: TurnServices,
+        opened: OpenedResponse,
+        planned: PlannedTurn,
         sink: ChunkSink,
         *,
-        opened: OpenedResponse,
-        lease: ChatLease,
         on_end: Callable[[], None],
-        ai_sdk: AiSdkVersion = 6,
-        decisions: list[tuple[str, bool, str | None]] | None = None,
-        transport: Transport = "stream",
-        shared_state: SharedState | None = None,
     ) -> None:
-        self._bridge = bridge
-        self._records = opened.records
-        self._shared_state = shared_state
-        self._ai_sdk = ai_sdk
-        self._decisions = decisions or []
-        self._chat = chat
-        self._plan = plan
+        self._settings = services.settings
+        self._runners = services.runners
+        self._tools = services.tools
+        self._runtime = services.runtime
+        self._opened = opened
+        self._planned = planned
+        self._chat = opened.chat
+        self._plan = planned.plan
         self._sink = sink
-        self._lease = lease
-        self._log = opened.log
+        self._lease = opened.lease
         self._stop = opened.stop
         self._on_end = on_end
-        self._observer = bridge.telemetry.response(
-            chat[1], transport, ai_sdk=ai_sdk, continuation=plan.continuation
+        client = opened.client
+        self._observer = services.runtime.telemetry.response(
+            self._chat[1],
+            client.transport,
+            ai_sdk=client.chunks_for,
+            continuation=self._plan.continuation,
         )
         self._restarting = False  # the server ends the run for a restart (docs/adr/0033)
         self._events_done = False  # the run's events all came: a restart cuts nothing
@@ -208,13 +218,13 @@ class RequestTurn:
     busy = True
 
     def begin(self) -> None:
-        self._bridge.drain.add(self)
+        self._runtime.drain.add(self)
         # The run's task copies the current context: ADK's spans nest under the response's.
         with self._observer.current():
-            self._bridge.spawn(self._run(), name=f"stream:{self._chat[1]}")
+            self._runtime.tasks.spawn(self._run(), name=f"stream:{self._chat[1]}")
 
     def client_left(self) -> None:
-        if self._bridge.settings.resumable_streams:
+        if self._settings.resumable_streams:
             logger.info("client left user=%s chat=%s: the response goes on", *self._chat)
             return
         logger.info("client left user=%s chat=%s: aborting the run", *self._chat)
@@ -228,7 +238,7 @@ class RequestTurn:
     async def end_for_restart(self) -> None:
         """The grace is over: once no tool of the run is running (an abort would cancel it),
         stop the run; its response ends with the restart's ``error``."""
-        tools = self._bridge.running_tools
+        tools = self._tools.running
         try:
             async with asyncio.timeout(TOOL_WAIT_SECONDS):
                 while tools.running(self._chat):  # checked again: no await before the stop
@@ -252,31 +262,33 @@ class RequestTurn:
         plan = self._plan
         converter = StreamProtocolConverter(
             message_id=plan.message_id,
-            error_detail=self._bridge.settings.error_detail,
+            error_detail=self._settings.error_detail,
             denied_tool_call_ids=plan.denied_tool_call_ids,
-            ai_sdk=self._ai_sdk,
+            ai_sdk=self._opened.client.chunks_for,
         )
-        lease_watch = self._bridge.spawn(self._abort_when_lease_lost(), name="lease-watch")
+        tasks, tools = self._runtime.tasks, self._tools
+        lease_watch = tasks.spawn(self._abort_when_lease_lost(), name="lease-watch")
         response: Response | None = None
         try:
+            opened = self._opened
             response = Response(
                 converter,
-                self._sink,
-                self._log,
+                Delivery(
+                    self._sink,
+                    opened.log,
+                    opened.records,
+                    coalescing_seconds=self._settings.delta_coalescing_ms / 1000,
+                ),
+                parts=self._runners.chat_parts(self._chat, self._planned.shared_state),
                 deferral=Deferral() if plan.defer else None,
                 observer=self._observer,
-                records=self._records,
-                files=self._bridge.chat_artifacts(*self._chat),
-                shared_state=self._shared_state,
-                authors=self._bridge.step_authors(),
-                coalescing_seconds=self._bridge.settings.delta_coalescing_ms / 1000,
             )
             await response.start()
             # The chat's tools send their data parts here while the run lasts (ADR 0025).
-            self._bridge.tool_ui.open_route(self._chat, response.tool_data)
-            self._bridge.tool_starts.hold(self._chat, self._lease)
+            tools.ui.open_route(self._chat, response.tool_data)
+            tools.starts.hold(self._chat, self._lease)
             try:
-                await response.approval_responses(self._decisions)
+                await response.approval_responses(self._planned.decisions)
                 await response.emit(converter.replay(plan.replay))
                 if plan.recovery is not None:
                     # A retry continues the cut run in this response; before a new message
@@ -291,7 +303,7 @@ class RequestTurn:
                                 await response.convert(event)
                         self._events_done = True
                 elif plan.recovery is None:
-                    announce = self._bridge.settings.browser_approval_flow == "on-tool-call"
+                    announce = self._settings.browser_approval_flow == "on-tool-call"
                     for call in plan.rearmed_calls:
                         await response.rearm(
                             call.call_id, call.tool_name, call.args, announce=announce
@@ -300,7 +312,7 @@ class RequestTurn:
             except Exception as exc:
                 where = f"the run of chat={self._chat[1]}"
                 kept = kept_in(exc)
-                text = self._bridge.outages.interrupted(
+                text = self._runtime.outages.interrupted(
                     kept.__cause__ or kept if kept else exc, where
                 )
                 if kept is not None:  # the tool ran; its result waits for the store
@@ -315,28 +327,28 @@ class RequestTurn:
                     await response.finish()
         finally:
             if response is not None:
-                self._bridge.tool_ui.close_route(self._chat, response.tool_data)
-            self._bridge.tool_starts.let_go(self._chat, self._lease)
+                tools.ui.close_route(self._chat, response.tool_data)
+            tools.starts.let_go(self._chat, self._lease)
             lease_watch.cancel()
             self._observer.end()  # a no-op once the response ended
             await self._sink.close()  # a no-op once the response ended
             try:
                 # Nobody else may answer the calls while this process holds their results.
                 await self._hold_for_results()
-                await self._bridge.outbox.settled(self._chat, self._lease.lost)
+                await self._runners.outbox.settled(self._chat, self._lease.lost)
             finally:
                 await self._stop.close()
                 await self._lease.release()
-                self._bridge.drain.discard(self)
+                self._runtime.drain.discard(self)
                 self._ended.set()
                 self._on_end()
 
     async def _hold_for_results(self) -> None:
         """Tell every process that the chat's lease now waits for kept results (once)."""
-        if self._results_marked or not self._bridge.outbox.holds(self._chat):
+        if self._results_marked or not self._runners.outbox.holds(self._chat):
             return
         self._results_marked = True
-        settings = self._bridge.settings
+        settings = self._settings
         # Longer than the writes are tried; the release removes it first.
         await self._lease.hold_for_results(
             settings.result_retry_seconds + settings.lease_ttl_seconds
@@ -346,7 +358,7 @@ class RequestTurn:
         """Finish the turn's cut run: into ``response``, or unseen when it is None."""
         stamps = self._stamps() if response is not None else {RESPONSE_ID_KEY: uuid.uuid4().hex}
         run = finish_cut_run(
-            self._bridge, self._chat, recovery, stamps=stamps, abort_signal=self._stop.stopped
+            self._runners, self._chat, recovery, stamps=stamps, abort_signal=self._stop.stopped
         )
         async with aclosing(run) as events:
             async for event in events:
@@ -366,12 +378,12 @@ class RequestTurn:
     def _events(self) -> AsyncGenerator[Event, None]:
         plan = self._plan
         assert plan.new_message is not None
-        return self._bridge.runner.run_async(
+        return self._runners.runner.run_async(
             user_id=self._chat[0],
             session_id=self._chat[1],
             new_message=plan.new_message,
             state_delta=plan.state_delta,
-            run_config=self._bridge.run_config(self._stamps()),
+            run_config=self._runners.run_config(self._stamps()),
             abort_signal=self._stop.stopped,
         )
 

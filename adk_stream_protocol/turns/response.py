@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from google.adk.events import Event
@@ -66,6 +67,33 @@ class UnloggedResponse:
         return None
 
 
+@dataclass(frozen=True)
+class Delivery:
+    """Where a response's chunks go: the transport's ``sink``, the chat's chunk ``log`` (what
+    a resumer reads), the ``records`` they are folded into (the chat's messages, a recording),
+    and the window within which a block's later deltas are merged before they go
+    (``ADK_STREAM_DELTA_COALESCING_MS``, docs/adr/0048; 0: none)."""
+
+    sink: ChunkSink
+    log: ResponseLog
+    records: ResponseRecords | None = None
+    coalescing_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class ChatParts:
+    """What a response sends of its chat beside the model's answer, each when the app has
+    it: the artifacts its events save, as ``file`` parts (docs/adr/0025); the state shared
+    with the page, as ``data-state``; who answered, as ``data-agent`` (docs/adr/0044)."""
+
+    files: ChatArtifacts | None = None
+    shared_state: SharedState | None = None
+    authors: StepAuthors | None = None
+
+
+NO_CHAT_PARTS = ChatParts()
+
+
 class Response:
     """A response's converter, its deferral (if it holds back) and its delivery.
 
@@ -76,32 +104,29 @@ class Response:
     def __init__(
         self,
         converter: StreamProtocolConverter,
-        sink: ChunkSink,
-        log: ResponseLog,
+        delivery: Delivery,
         *,
+        parts: ChatParts = NO_CHAT_PARTS,
         deferral: Deferral | None = None,
         observer: ResponseObserver | None = None,
-        records: ResponseRecords | None = None,
-        files: ChatArtifacts | None = None,
-        shared_state: SharedState | None = None,
-        authors: StepAuthors | None = None,
-        coalescing_seconds: float = 0.0,
     ) -> None:
         self.converter = converter
         # The chat's shared state and who answered (docs/adr/0044), when the app has them.
-        self._state = shared_state
-        self._authors = authors
+        self._state = parts.shared_state
+        self._authors = parts.authors
         self.observer = observer or ResponseObserver.inert()  # its span and metrics
-        self._records = records  # the chat's messages, a recording (docs/adr/0042, 0026)
-        self._sink = sink
-        self._log = log
+        # The chat's messages, a recording (docs/adr/0042, 0026).
+        self._records = delivery.records
+        self._sink = delivery.sink
+        self._log = delivery.log
         self._deferral = deferral
-        self._files = files  # the chat's saved artifacts, sent as file parts
+        self._files = parts.files  # the chat's saved artifacts, sent as file parts
         self.ended = False
         self.done = asyncio.Event()  # set once its [DONE] is out (or it failed to go out)
         # Deltas merged within a window (docs/adr/0048): the lock keeps a timed release and
         # a delivery from interleaving their chunks.
-        self._coalescer = DeltaCoalescer(coalescing_seconds) if coalescing_seconds > 0 else None
+        window = delivery.coalescing_seconds
+        self._coalescer = DeltaCoalescer(window) if window > 0 else None
         self._delivering = asyncio.Lock()
         # A held delta's window ends on a timer. A log and a sink that take events at once
         # let the timer deliver it itself; otherwise (or while a delivery is under way) a
@@ -109,8 +134,8 @@ class Response:
         # delivery they make (bench/PROFILE.md).
         self._release_timer: asyncio.TimerHandle | None = None
         self._releasing: asyncio.Task[None] | None = None
-        append_now = getattr(log, "append_now", None)
-        send_now = getattr(sink, "send_now", None)
+        append_now = getattr(self._log, "append_now", None)
+        send_now = getattr(self._sink, "send_now", None)
         self._at_once: tuple[_Taker, _Taker] | None = (
             (append_now, send_now) if append_now is not None and send_now is not None else None
         )

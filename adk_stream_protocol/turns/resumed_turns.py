@@ -20,42 +20,45 @@ from adk_stream_protocol.store.history import (
     held_responses,
     live_events,
 )
-from adk_stream_protocol.turns.bridge import Bridge
+from adk_stream_protocol.turns.openings import Client
 from adk_stream_protocol.turns.planning import TurnPlan
 from adk_stream_protocol.turns.recovery import recovery_of
-from adk_stream_protocol.turns.request_turns import RequestTurn
+from adk_stream_protocol.turns.request_turns import PlannedTurn, RequestTurn
 from adk_stream_protocol.turns.response import ChunkSink
+from adk_stream_protocol.turns.turn_services import TurnServices
 
 logger = logging.getLogger(__name__)
 
 
 async def begin_resumed_turn(
-    bridge: Bridge, chat: ChatKey, sink: ChunkSink, *, on_end: Callable[[], None]
+    services: TurnServices, chat: ChatKey, sink: ChunkSink, *, on_end: Callable[[], None]
 ) -> RequestTurn | None:
     """Start finishing the chat's cut turn, or None when it has none (or another request
     holds the chat: that one finishes it). Never creates a chat."""
-    lease = await bridge.coordination.leases.try_acquire(chat)
+    lease = await services.coordination.leases.try_acquire(chat)
     if lease is None:
         return None
+    responses = services.responses
     try:
-        plan = await _plan(bridge, chat)
+        plan = await _plan(services, chat)
         if plan is None:
             await lease.release()
             return None
-        async with bridge.opening_response(chat, lease) as log:
-            opened = await bridge.open_response("stream", chat, None, log)
+        async with responses.opening(chat, lease) as log:
+            opened = await responses.open(Client(), chat, lease, log, None)
     except BaseException:
         await lease.release()
         raise
     logger.info("resume finishes a cut turn user=%s chat=%s", *chat)
-    turn = RequestTurn(bridge, chat, plan, sink, opened=opened, lease=lease, on_end=on_end)
+    turn = RequestTurn(services, opened, PlannedTurn(plan), sink, on_end=on_end)
     turn.begin()
     return turn
 
 
-async def _plan(bridge: Bridge, chat: ChatKey) -> TurnPlan | None:
-    session = await bridge.sessions.service.get_session(
-        app_name=bridge.sessions.app_name, user_id=chat[0], session_id=chat[1]
+async def _plan(services: TurnServices, chat: ChatKey) -> TurnPlan | None:
+    sessions = services.runners.sessions
+    session = await sessions.service.get_session(
+        app_name=sessions.app_name, user_id=chat[0], session_id=chat[1]
     )
     if session is None:
         return None
@@ -80,6 +83,6 @@ async def _plan(bridge: Bridge, chat: ChatKey) -> TurnPlan | None:
         prior_invocation_id=calls.invocation_id,
         denied_tool_call_ids=frozenset(calls.denied),
         replay=held_responses(history),
-        defer=not bridge.settings.stream_intermediate_results,
+        defer=not services.settings.stream_intermediate_results,
         recovery=recovery,
     )

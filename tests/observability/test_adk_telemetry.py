@@ -134,10 +134,10 @@ def asked(served, chat):
 
 
 with tempfile.TemporaryDirectory() as tmp, in_process_app(Path(tmp)) as served:
-    bridge = served.app.state.bridge
+    runners = served.app.state.bridge.runners
 
     def configs():
-        runs = [bridge.run_config({"stamp": 1}).telemetry, bridge.live_run_config().telemetry]
+        runs = [runners.run_config({"stamp": 1}).telemetry, runners.live_run_config().telemetry]
         return [config.model_dump(mode="json") for config in runs]
 
     unobserved = configs()
@@ -150,8 +150,8 @@ with tempfile.TemporaryDirectory() as tmp, in_process_app(Path(tmp)) as served:
     answered_observed = asked(served, "observed")
     spans = sorted({span.name.split()[0] for span in exporter.get_finished_spans()})
     expected = {
-        "observed": bridge.run_telemetry.observed.model_dump(mode="json"),
-        "unobserved": bridge.run_telemetry.unobserved.model_dump(mode="json"),
+        "observed": runners.run_telemetry.observed.model_dump(mode="json"),
+        "unobserved": runners.run_telemetry.unobserved.model_dump(mode="json"),
     }
 json.dump(
     {

@@ -23,7 +23,7 @@ from adk_stream_protocol.protocol.chunks import (
 from adk_stream_protocol.protocol.converter import StreamProtocolConverter
 from adk_stream_protocol.transports.stream import QueueSink
 from adk_stream_protocol.turns.delta_coalescing import DeltaCoalescer
-from adk_stream_protocol.turns.response import Response, UnloggedResponse
+from adk_stream_protocol.turns.response import Delivery, Response, UnloggedResponse
 from bench.agent import long_answer, long_prompt
 from tests.support import (
     InProcessApp,
@@ -115,9 +115,7 @@ async def held_then_released(sink: SocketLikeSink) -> int:
     try:
         response = Response(
             StreamProtocolConverter(message_id="m1"),
-            sink,
-            UnloggedResponse(),
-            coalescing_seconds=0.02,
+            Delivery(sink, UnloggedResponse(), coalescing_seconds=0.02),
         )
         await response.emit([TextStartChunk(id="t1"), text("t1", "a")])
         await response.emit([text("t1", "b")])

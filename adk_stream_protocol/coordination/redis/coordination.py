@@ -184,8 +184,8 @@ class RedisCoordination:
         reader: Client,
         lease_ttl_seconds: float,
         log_ttl_seconds: float,
-        outages: Outages,
     ) -> None:
+        outages = signals.outages  # the application's record of stores that are down
         self.client = client
         self.reader = reader
         self._signals = signals
@@ -336,5 +336,4 @@ async def connect_redis_coordination(
         reader=reader,
         lease_ttl_seconds=lease_ttl_seconds,
         log_ttl_seconds=log_ttl_seconds,
-        outages=outages,
     )

@@ -1,0 +1,47 @@
+"""``ChatTools``: our plugins as a turn talks to them, built once per application and carried
+by both runners (docs/adr/0053).
+
+A turn opens its chat's route for the data parts its tools send (``ui``, docs/adr/0025) and
+holds the lease their starts are marked under (``starts``, docs/adr/0032); a restart waits
+for the tools that run now (``running``, docs/adr/0033). On ``/live`` the approval gate waits
+for the user's answers (``gate``) and stores the page's state that came with them
+(``page_states``, docs/adr/0044).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from google.adk.sessions import BaseSessionService
+
+from adk_stream_protocol.coordination.base import Outcome, PendingCalls
+from adk_stream_protocol.plugins.approvals import LiveApprovalPlugin
+from adk_stream_protocol.plugins.page_states import PageStates
+from adk_stream_protocol.plugins.running_tools import RunningTools
+from adk_stream_protocol.plugins.tool_starts import ToolStartPlugin
+from adk_stream_protocol.plugins.tool_ui import ToolUiPlugin
+
+
+class ChatTools:
+    """The plugins that stand between a chat's tools and its turn."""
+
+    def __init__(
+        self,
+        sessions: BaseSessionService,
+        pending: PendingCalls,
+        *,
+        approval_timeout_seconds: float,
+        on_outcome: Callable[[Outcome], None],
+    ) -> None:
+        self.ui = ToolUiPlugin()  # where a chat's data parts go
+        self.starts = ToolStartPlugin(sessions)  # a durable mark before each tool body runs
+        self.running = RunningTools()  # which tools of a chat run now
+        self.page_states = PageStates()  # the page's changes sent with an answer on /live
+        # /live's gate: ADK's live flow cannot confirm a tool, so the server asks itself.
+        self.gate = LiveApprovalPlugin(
+            pending,
+            approval_timeout_seconds,
+            on_outcome=on_outcome,
+            page_states=self.page_states,
+            append=self.starts.append,
+        )

@@ -1,0 +1,214 @@
+"""``Runners``: ADK as this application's turns run it.
+
+The two runners (``run_async`` for ``/stream`` and ai 7's socket; ``run_live`` with the
+approval gate for ``/live``), each with our plugins registered as one (docs/adr/0053); the
+stores they run on (the chats' sessions behind the result outbox, the artifacts); every
+run's configuration; who answered a response; a chat's rewind.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from google.adk.agents import BaseAgent
+from google.adk.agents.run_config import RunConfig, StreamingMode
+from google.adk.apps import App
+from google.adk.plugins import plugin_manager
+from google.adk.runners import Runner
+from google.adk.sessions import Session
+from google.genai import types
+
+from adk_stream_protocol.coordination.base import ChatKey
+from adk_stream_protocol.foundation.outages import Outages
+from adk_stream_protocol.foundation.settings import Settings
+from adk_stream_protocol.observability.adk_telemetry import RunTelemetry
+from adk_stream_protocol.plugins.chain import chained
+from adk_stream_protocol.plugins.steering import SteeringPlugin
+from adk_stream_protocol.protocol.shared_state import SharedState
+from adk_stream_protocol.protocol.step_authors import StepAuthors
+from adk_stream_protocol.store.artifact_files import ChatArtifacts, create_artifact_service
+from adk_stream_protocol.store.result_outbox import ResultOutbox
+from adk_stream_protocol.store.rewinds import rewind_before_event
+from adk_stream_protocol.store.sessions import ChatSessions
+from adk_stream_protocol.turns.chat_tools import ChatTools
+from adk_stream_protocol.turns.response import ChatParts
+
+# The names our plugin chains are registered under, in each runner (docs/adr/0053).
+PLUGINS = "adk_stream_protocol"
+LIVE_PLUGINS = "adk_stream_protocol_live"
+
+# What the server runs: an ADK agent, or an App around one.
+AgentLike = BaseAgent | App
+
+# The client says when the user starts and stops speaking (audio_control frames).
+_CLIENT_SIDE_VAD = types.RealtimeInputConfig(
+    automatic_activity_detection=types.AutomaticActivityDetection(disabled=True)
+)
+
+
+class Runners:
+    """Both runners, the stores they run on, and how each run is configured."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        agent: AgentLike,
+        live_agent: AgentLike,
+        *,
+        outbox: ResultOutbox,
+        tools: ChatTools,
+        outages: Outages,
+    ) -> None:
+        self._settings = settings
+        # A tool's result the store could not take is written when it is back (ADR 0035):
+        # the outbox is the session service both runners use.
+        self.outbox = outbox
+        self.artifacts = create_artifact_service(settings.artifact_store)
+        # Every run's telemetry switches, read from the environment once: a run given none
+        # builds them anew several times per streamed partial (docs/adr/0049), and given as
+        # fields they are read without a fallback (docs/adr/0055). A run nothing observes
+        # gets the cheapest (the amendment).
+        self.run_telemetry = RunTelemetry()
+        # A run_async turn's configuration but for its stamps, validated once per telemetry
+        # config: each turn copies one (ADR 0049; RunConfig's validation reads the
+        # environment every time).
+        self._stream_run_configs = {
+            config: RunConfig(streaming_mode=StreamingMode.SSE, telemetry=config)
+            for config in (self.run_telemetry.observed, self.run_telemetry.unobserved)
+        }
+        app = agent if isinstance(agent, App) else App(name=settings.app_name, root_agent=agent)
+        # Which tools run now, first so that it sees every call end (docs/adr/0033).
+        # Steering messages of a resumed turn reach the model (docs/adr/0022). Ours are
+        # registered as one plugin where the app's order allows (docs/adr/0053).
+        steered = app.model_copy(
+            update={
+                "plugins": chained(
+                    PLUGINS,
+                    [tools.running],
+                    app.plugins,
+                    [SteeringPlugin(), tools.ui, tools.starts],
+                )
+            }
+        )
+        self.runner = Runner(app=steered, session_service=outbox, artifact_service=self.artifacts)
+        # /live gates tools itself (ADK live cannot confirm): the same app plus our gate.
+        live_app = (
+            live_agent
+            if isinstance(live_agent, App)
+            else app.model_copy(update={"root_agent": live_agent})
+        )
+        # Each runner registers the app's plugins; ADK logs each registration, so the plugins
+        # both runners carry would be announced twice at every start.
+        with _quiet_registrations(p.name for p in steered.plugins):
+            self.live_runner = Runner(
+                app=live_app.model_copy(
+                    update={
+                        "plugins": chained(
+                            LIVE_PLUGINS,
+                            [],
+                            live_app.plugins,
+                            [tools.gate, tools.ui, tools.starts],
+                        )
+                    }
+                ),
+                session_service=outbox,
+                artifact_service=self.artifacts,
+            )
+        # Who answered is told only where more than one agent can (docs/adr/0044).
+        self._named_authors = bool(getattr(app.root_agent, "sub_agents", None))
+        self._named_live_authors = bool(getattr(live_app.root_agent, "sub_agents", None))
+        self.sessions = ChatSessions(outbox, app.name, outages)
+
+    def run_config(self, custom_metadata: dict[str, Any]) -> RunConfig:
+        """A ``run_async`` turn's configuration; ``custom_metadata``: its events' stamps."""
+        prepared = self._stream_run_configs[self.run_telemetry.current()]
+        return prepared.model_copy(update={"custom_metadata": custom_metadata})
+
+    def live_run_config(self) -> RunConfig:
+        telemetry = self.run_telemetry.current()
+        if self._settings.live_modality == "AUDIO":
+            return RunConfig(
+                telemetry=telemetry,
+                response_modalities=["AUDIO"],
+                output_audio_transcription=types.AudioTranscriptionConfig(),
+                input_audio_transcription=types.AudioTranscriptionConfig(),
+                realtime_input_config=_CLIENT_SIDE_VAD,
+            )
+        return RunConfig(
+            telemetry=telemetry,
+            response_modalities=["TEXT"],
+            output_audio_transcription=None,
+            input_audio_transcription=types.AudioTranscriptionConfig(),
+            realtime_input_config=_CLIENT_SIDE_VAD,
+        )
+
+    def chat_artifacts(self, user_id: str, chat_id: str) -> ChatArtifacts:
+        return ChatArtifacts(
+            self.artifacts,
+            app_name=self.sessions.app_name,
+            user_id=user_id,
+            chat_id=chat_id,
+            inline_max_bytes=self._settings.artifact_inline_max_bytes,
+            root_path=self._settings.root_path,
+        )
+
+    def shared_state(self, state: Mapping[str, Any]) -> SharedState | None:
+        """A chat's shared state from its session's, or None when nothing is shared."""
+        prefix = self._settings.shared_state_prefix
+        return SharedState(prefix, state) if prefix else None
+
+    def step_authors(self, *, live: bool = False) -> StepAuthors | None:
+        """Who answered, for one response; None for an app of one agent."""
+        named = self._named_live_authors if live else self._named_authors
+        return StepAuthors() if named else None
+
+    def chat_parts(
+        self, chat: ChatKey, shared_state: SharedState | None, *, live: bool = False
+    ) -> ChatParts:
+        """What one response of the chat sends beside the model's answer."""
+        return ChatParts(
+            files=self.chat_artifacts(*chat),
+            shared_state=shared_state,
+            authors=self.step_authors(live=live),
+        )
+
+    async def rewind(self, session: Session, before_event_id: str) -> None:
+        """Rewind a chat to just before one of its events: history, state and artifacts
+        (docs/adr/0036, docs/adr/0046)."""
+        await rewind_before_event(
+            self.runner, self.outbox, session, before_event_id, artifacts=self.artifacts
+        )
+
+    async def close(self) -> None:
+        await self.runner.close()
+        await self.live_runner.close()
+
+
+# ADK's line for a plugin a runner registers (google.adk.plugins.plugin_manager).
+_REGISTERED = "Plugin '%s' registered."
+
+
+class _AlreadyRegistered(logging.Filter):
+    """Drops ADK's registration line of the plugins named (announced once already)."""
+
+    def __init__(self, names: Iterable[str]) -> None:
+        super().__init__()
+        self._names = frozenset(names)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        return not (record.msg == _REGISTERED and args[:1] and args[0] in self._names)
+
+
+@contextmanager
+def _quiet_registrations(names: Iterable[str]) -> Iterator[None]:
+    """While a second runner is built: no second registration line for ``names``."""
+    quiet = _AlreadyRegistered(names)
+    plugin_manager.logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        plugin_manager.logger.removeFilter(quiet)
