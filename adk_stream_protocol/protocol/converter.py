@@ -1,9 +1,9 @@
 """ADK events to AI SDK UI message stream chunks.
 
 A ``StreamProtocolConverter`` covers exactly one response (one request on ``/stream``, one
-turn on ``/live``): it owns that response's ids, open blocks and steps (``blocks.py``), usage
-(``usage.py``) and transcripts (``media.py``), and is thrown away afterwards, so nothing leaks
-into the next turn. Both transports feed it ADK events and serialise the typed chunks it
+turn on ``/live``): it owns that response's ids, open blocks and steps (``parts/text.py``,
+``parts/steps.py``), usage (``usage.py``) and transcripts (``transcripts.py``), and is thrown
+away afterwards, so nothing leaks into the next turn. Both transports feed it ADK events and serialise the typed chunks it
 returns.
 
 The partial/aggregate rule (docs/adr/0003-converter.md): text and thoughts
