@@ -3,8 +3,8 @@
 A ``StreamProtocolConverter`` covers exactly one response (one request on ``/stream``, one
 turn on ``/live``): it owns that response's ids, open blocks and steps (``parts/text.py``,
 ``parts/steps.py``), usage (``usage.py``) and transcripts (``transcripts.py``), and is thrown
-away afterwards, so nothing leaks into the next turn. Both transports feed it ADK events and serialise the typed chunks it
-returns.
+away afterwards, so nothing leaks into the next turn. Both transports feed it ADK events and
+serialise the typed chunks it returns.
 
 The partial/aggregate rule (docs/adr/0003-converter.md): text and thoughts
 stream from ``partial`` events; the non-partial event that follows repeats that text, so only
