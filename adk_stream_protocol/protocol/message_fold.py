@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import copy
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, Literal, TypeAlias
 
 from adk_stream_protocol.protocol.chunks import AiSdkVersion
 from adk_stream_protocol.protocol.clients import client_for
-from adk_stream_protocol.protocol.parts.base import Chunk, Fold, PartKind, Refused
+from adk_stream_protocol.protocol.parts.base import Chunk, PartKind, Refused
 from adk_stream_protocol.protocol.parts.kinds import PART_KINDS
 
 Trigger: TypeAlias = Literal["submit-message", "regenerate-message"]
@@ -77,19 +78,14 @@ class MessageFold:
         self._unwritten = 0  # step starts pushed since the last write (nothing else is)
         self.refused: str | None = None  # why the client stopped reading, if it did
         # Each kind's share of the fold, and each chunk type the client has with its fold.
-        self._kinds: list[PartKind] = [kind(self) for kind in PART_KINDS]
-        folds: dict[str, Fold] = {
-            "start": self._start,
-            "finish": self._metadata,
-            "message-metadata": self._metadata,
-            "error": self._error,
-            "abort": self._nothing,
-        }
-        prefixed: dict[str, Fold] = {}
+        self._kinds: list[PartKind] = [kind(self.message, self.client) for kind in PART_KINDS]
+        folds: dict[str, _Fold] = dict(_MESSAGE_FOLDS)
+        prefixed: dict[str, _Fold] = {}
         for kind in self._kinds:
             folds.update(kind.folds())
             prefixed.update(kind.prefixed_folds())
-        self._folds = {t: fold for t, fold in folds.items() if self.client.accepts(t)}
+        types = self.client.chunk_types
+        self._folds = {t: fold for t, fold in folds.items() if t in types}
         self._prefixed = tuple(prefixed.items())
 
     @property
@@ -110,7 +106,7 @@ class MessageFold:
                 fold = next((f for prefix, f in self._prefixed if kind.startswith(prefix)), None)
             if fold is None:
                 raise Refused(f"a chunk of type {kind!r} is not in the ai {self.ai_sdk} schema")
-            fold(chunk)
+            fold(self, chunk)
         except Refused as refusal:
             self.refused = str(refusal)
 
@@ -205,6 +201,20 @@ class MessageFold:
 
     def _nothing(self, chunk: Chunk) -> None:
         """``abort``: the client passes it on and changes nothing."""
+
+
+# What folds one chunk onto the fold's message: a kind's method, or one of the fold's own
+# (unbound: the fold holds its table, so the table never holds the fold).
+_Fold: TypeAlias = Callable[[MessageFold, Chunk], None]
+_MESSAGE_FOLDS: Mapping[str, _Fold] = MappingProxyType(
+    {
+        "start": MessageFold._start,
+        "finish": MessageFold._metadata,
+        "message-metadata": MessageFold._metadata,
+        "error": MessageFold._error,
+        "abort": MessageFold._nothing,
+    }
+)
 
 
 def merge_objects(base: Any, overrides: Any) -> Any:

@@ -6,7 +6,9 @@ ai 6 client as its strict schema accepts it."""
 
 from __future__ import annotations
 
+import gc
 import typing
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -115,6 +117,23 @@ def test_the_interrupted_finish_reason_is_ai_7s() -> None:
 def test_client_for_names_each_table_by_its_version() -> None:
     assert client_for(6) is AI6 and client_for(7) is AI7
     assert (AI6.version, AI7.version) == (6, 7)
+
+
+def test_a_fold_holds_its_kinds_and_never_the_other_way_round() -> None:
+    """Freed as soon as it is dropped, with no work for the collector (docs/adr/0051): the
+    kinds get the fold's message with each chunk, they keep no reference to the fold."""
+    chunks = converted([*adk_events(1), *confirmation_events()], 7)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        fold = MessageFold([], ai_sdk=7)
+        fold.apply_all(chunks)
+        dropped = weakref.ref(fold)
+        del fold
+        assert dropped() is None
+    finally:
+        if collecting:
+            gc.enable()
 
 
 # -- a recording made for ai 7, replayed to ai 6 ------------------------------------------------

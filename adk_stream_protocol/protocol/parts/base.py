@@ -17,8 +17,6 @@ from adk_stream_protocol.protocol.clients import AiSdkClient
 # A message or a part as the client holds it (JSON), and a chunk as sent (a camelCase dict).
 Part: TypeAlias = dict[str, Any]
 Chunk: TypeAlias = Mapping[str, Any]
-# What folds one chunk onto the message.
-Fold: TypeAlias = Callable[[Chunk], None]
 
 # A key the client leaves undefined: absent from the JSON of the message (``None`` is null).
 ABSENT: Any = object()
@@ -101,14 +99,19 @@ class FoldTarget(Protocol):
         """``reset-step``: the current step's parts are gone, and what was open in them."""
 
 
+# What folds one chunk onto the message a fold builds.
+Fold: TypeAlias = Callable[[FoldTarget, Chunk], None]
+
+
 class PartKind:
     """One kind of part of a UI message. Subclasses are listed in ``kinds.py``.
 
     The class says which parts are of the kind and their request-side models, how a part
     rebuilds its chunks and what a user's part gives the model. An instance is the kind's
-    share of one response's fold (``MessageFold``): the chunk types it folds, with what it
-    keeps open between them. How ADK content becomes the kind's chunks is the module's own
-    functions, which the converter calls: an ADK event may hold several kinds."""
+    share of one response's fold (``MessageFold``): the chunk types it folds, each onto the
+    message the fold passes it, with what it keeps open between them. How ADK content becomes
+    the kind's chunks is the module's own functions, which the converter calls: an ADK event
+    may hold several kinds."""
 
     # The part types of the kind; a family of them by prefix ("tool-", "data-").
     part_types: ClassVar[tuple[str, ...]] = ()
@@ -116,8 +119,9 @@ class PartKind:
     # The request-side models, each with its tag in the part union (``kinds.py``).
     request_parts: ClassVar[tuple[tuple[str, type[UIPart]], ...]] = ()
 
-    def __init__(self, target: FoldTarget) -> None:
-        self.target = target
+    def __init__(self, message: Part, client: AiSdkClient) -> None:
+        """The kind's share of the fold of one response onto ``message``, for ``client``
+        (what it keeps, it keeps here; it never holds the fold, which holds it)."""
 
     def folds(self) -> dict[str, Fold]:
         """The chunk types it folds, each with the method that folds one onto the message."""

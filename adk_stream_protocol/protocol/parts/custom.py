@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from adk_stream_protocol.protocol.parts.base import Chunk, Fold, PartKind, UIPart, pushed
+from adk_stream_protocol.protocol.parts.base import (
+    Chunk,
+    Fold,
+    FoldTarget,
+    PartKind,
+    UIPart,
+    pushed,
+)
 
 
 class CustomUIPart(UIPart):
@@ -27,6 +34,6 @@ class Custom(PartKind):
     def folds(self) -> dict[str, Fold]:
         return {"custom": self._custom}
 
-    def _custom(self, chunk: Chunk) -> None:
-        self.target.message["parts"].append(pushed(chunk, ("kind", "providerMetadata")))
-        self.target.write()
+    def _custom(self, target: FoldTarget, chunk: Chunk) -> None:
+        target.message["parts"].append(pushed(chunk, ("kind", "providerMetadata")))
+        target.write()

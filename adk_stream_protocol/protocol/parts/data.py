@@ -21,6 +21,7 @@ from adk_stream_protocol.protocol.parts.base import (
     ABSENT,
     Chunk,
     Fold,
+    FoldTarget,
     Part,
     PartKind,
     UIPart,
@@ -57,9 +58,9 @@ class Data(PartKind):
     def prefixed_folds(self) -> dict[str, Fold]:
         return {"data-": self._data}
 
-    def _data(self, chunk: Chunk) -> None:
-        if data_part(self.target.message, chunk):
-            self.target.write()
+    def _data(self, target: FoldTarget, chunk: Chunk) -> None:
+        if data_part(target.message, chunk):
+            target.write()
 
     @classmethod
     def rebuild(

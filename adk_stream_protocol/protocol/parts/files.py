@@ -115,8 +115,8 @@ class Files(PartKind):
     def folds(self) -> dict[str, Fold]:
         return {"file": self._file}
 
-    def _file(self, chunk: Chunk) -> None:
-        _fold_file(self.target, chunk)
+    def _file(self, target: FoldTarget, chunk: Chunk) -> None:
+        _fold_file(target, chunk)
 
     @classmethod
     def rebuild(
@@ -142,8 +142,8 @@ class ReasoningFiles(PartKind):
     def folds(self) -> dict[str, Fold]:
         return {"reasoning-file": self._file}
 
-    def _file(self, chunk: Chunk) -> None:
-        _fold_file(self.target, chunk)
+    def _file(self, target: FoldTarget, chunk: Chunk) -> None:
+        _fold_file(target, chunk)
 
 
 # -- a user's file as the model's input ---------------------------------------------------------

@@ -25,7 +25,14 @@ from adk_stream_protocol.protocol.chunks import (
     SourceUrlChunk,
 )
 from adk_stream_protocol.protocol.clients import AiSdkClient
-from adk_stream_protocol.protocol.parts.base import Chunk, Fold, PartKind, UIPart, pushed
+from adk_stream_protocol.protocol.parts.base import (
+    Chunk,
+    Fold,
+    FoldTarget,
+    PartKind,
+    UIPart,
+    pushed,
+)
 
 
 def source_id(key: str) -> str:
@@ -136,13 +143,13 @@ class Sources(PartKind):
     def folds(self) -> dict[str, Fold]:
         return {"source-url": self._url, "source-document": self._document}
 
-    def _url(self, chunk: Chunk) -> None:
-        self.target.message["parts"].append(pushed(chunk, _URL_KEYS))
-        self.target.write()
+    def _url(self, target: FoldTarget, chunk: Chunk) -> None:
+        target.message["parts"].append(pushed(chunk, _URL_KEYS))
+        target.write()
 
-    def _document(self, chunk: Chunk) -> None:
-        self.target.message["parts"].append(pushed(chunk, _DOCUMENT_KEYS))
-        self.target.write()
+    def _document(self, target: FoldTarget, chunk: Chunk) -> None:
+        target.message["parts"].append(pushed(chunk, _DOCUMENT_KEYS))
+        target.write()
 
     @classmethod
     def rebuild(

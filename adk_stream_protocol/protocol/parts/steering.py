@@ -13,7 +13,14 @@ from typing import Annotated, Any, Literal, TypeAlias
 from google.genai import types
 from pydantic import Discriminator, Tag
 
-from adk_stream_protocol.protocol.parts.base import Chunk, Fold, PartKind, UIPart, pushed
+from adk_stream_protocol.protocol.parts.base import (
+    Chunk,
+    Fold,
+    FoldTarget,
+    PartKind,
+    UIPart,
+    pushed,
+)
 from adk_stream_protocol.protocol.parts.files import FileUIPart, file_part
 from adk_stream_protocol.protocol.parts.text import TextUIPart
 
@@ -50,9 +57,9 @@ class Steering(PartKind):
     def folds(self) -> dict[str, Fold]:
         return {"steering-message": self._steering}
 
-    def _steering(self, chunk: Chunk) -> None:
-        self.target.message["parts"].append(pushed(chunk, ("id", "parts")))
-        self.target.write()
+    def _steering(self, target: FoldTarget, chunk: Chunk) -> None:
+        target.message["parts"].append(pushed(chunk, ("id", "parts")))
+        target.write()
 
     @classmethod
     def model_input(cls, part: UIPart) -> tuple[list[types.Part], list[str]]:

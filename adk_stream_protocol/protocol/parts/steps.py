@@ -19,7 +19,14 @@ from typing import Any, Literal
 from adk_stream_protocol.protocol.chunk_base import built
 from adk_stream_protocol.protocol.chunks import BaseChunk, FinishStepChunk, StartStepChunk
 from adk_stream_protocol.protocol.clients import AiSdkClient
-from adk_stream_protocol.protocol.parts.base import Chunk, Fold, PartKind, UIPart, step_parts
+from adk_stream_protocol.protocol.parts.base import (
+    Chunk,
+    Fold,
+    FoldTarget,
+    PartKind,
+    UIPart,
+    step_parts,
+)
 from adk_stream_protocol.protocol.parts.text import ResponseBlocks
 
 
@@ -72,19 +79,19 @@ class Steps(PartKind):
     def folds(self) -> dict[str, Fold]:
         return {"start-step": self._start, "finish-step": self._finish, "reset-step": self._reset}
 
-    def _start(self, chunk: Chunk) -> None:
-        self.target.message["parts"].append({"type": "step-start"})
-        self.target.pushed_unwritten()  # the client pushes it without a write
+    def _start(self, target: FoldTarget, chunk: Chunk) -> None:
+        target.message["parts"].append({"type": "step-start"})
+        target.pushed_unwritten()  # the client pushes it without a write
 
-    def _finish(self, chunk: Chunk) -> None:
-        self.target.step_finished()
+    def _finish(self, target: FoldTarget, chunk: Chunk) -> None:
+        target.step_finished()
 
-    def _reset(self, chunk: Chunk) -> None:
-        removed = len(step_parts(self.target.message))
-        self.target.step_reset()
+    def _reset(self, target: FoldTarget, chunk: Chunk) -> None:
+        removed = len(step_parts(target.message))
+        target.step_reset()
         if removed:
-            del self.target.message["parts"][-removed:]
-            self.target.write()
+            del target.message["parts"][-removed:]
+            target.write()
 
     @classmethod
     def rebuild(

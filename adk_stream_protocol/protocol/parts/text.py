@@ -133,36 +133,36 @@ class _Blocks(PartKind):
     # Whether the end chunk's citations go onto the part (for a client that has them).
     cites: ClassVar[bool] = False
 
-    def __init__(self, target: FoldTarget) -> None:
-        super().__init__(target)
+    def __init__(self, message: Part, client: AiSdkClient) -> None:
         self._open: dict[str, Part] = {}
-        self._keeps_citations = self.cites and target.client.text_end_citations
+        self._keeps_citations = self.cites and client.text_end_citations
+        self._closes_at_step_end = client.finish_step_closes_blocks
 
     def _new_part(self, chunk: Chunk) -> Part:
         raise NotImplementedError
 
-    def _start(self, chunk: Chunk) -> None:
+    def _start(self, target: FoldTarget, chunk: Chunk) -> None:
         part = self._new_part(chunk)
         put(part, "providerMetadata", chunk.get("providerMetadata", ABSENT))
         part["state"] = "streaming"
         self._open[chunk_id(chunk, "id")] = part
-        self.target.message["parts"].append(part)
-        self.target.write()
+        target.message["parts"].append(part)
+        target.write()
 
-    def _delta(self, chunk: Chunk) -> None:
+    def _delta(self, target: FoldTarget, chunk: Chunk) -> None:
         part = self._open_part(chunk)
         part["text"] += chunk.get("delta", "")
         _keep_metadata(part, chunk)
-        self.target.write()
+        target.write()
 
-    def _end(self, chunk: Chunk) -> None:
+    def _end(self, target: FoldTarget, chunk: Chunk) -> None:
         part = self._open_part(chunk)
         part["state"] = "done"
         if self._keeps_citations and given(chunk.get("citations")):
             part["citations"] = chunk["citations"]
         _keep_metadata(part, chunk)
         del self._open[chunk_id(chunk, "id")]
-        self.target.write()
+        target.write()
 
     def _open_part(self, chunk: Chunk) -> Part:
         part = self._open.get(chunk_id(chunk, "id"))
@@ -171,7 +171,7 @@ class _Blocks(PartKind):
         return part
 
     def step_finished(self) -> None:
-        if self.target.client.finish_step_closes_blocks:
+        if self._closes_at_step_end:
             self._open.clear()
 
     def step_reset(self) -> None:

@@ -42,6 +42,7 @@ from adk_stream_protocol.protocol.parts.base import (
     Chunk,
     Fold,
     FoldTarget,
+    Part,
     PartKind,
     UIModel,
     UIPart,
@@ -191,16 +192,15 @@ class Tools(PartKind):
     part_prefix = "tool-"
     request_parts = (("tool", ToolUIPart), ("dynamic-tool", DynamicToolUIPart))
 
-    def __init__(self, target: FoldTarget) -> None:
-        super().__init__(target)
-        self._parts = ToolParts(target.message, target.client)
+    def __init__(self, message: Part, client: AiSdkClient) -> None:
+        self._parts = ToolParts(message, client)
 
     def folds(self) -> dict[str, Fold]:
         return dict.fromkeys(_CHUNK_TYPES, self._tool)
 
-    def _tool(self, chunk: Chunk) -> None:
+    def _tool(self, target: FoldTarget, chunk: Chunk) -> None:
         self._parts.apply(chunk)
-        self.target.write()
+        target.write()
 
     def step_reset(self) -> None:
         self._parts.partial_calls.clear()
