@@ -46,7 +46,7 @@ from adk_stream_protocol.demo.model import reply_responses
 from adk_stream_protocol.demo.plans import PlannedCall
 from adk_stream_protocol.demo.replies import Reply as DemoReply
 from adk_stream_protocol.foundation.settings import Settings
-from adk_stream_protocol.protocol.event_values import tool_error_text
+from adk_stream_protocol.protocol.parts.tools import tool_error_text
 from adk_stream_protocol.protocol.tool_calls import REJECTED_RESULT
 from adk_stream_protocol.server.app import create_app
 from adk_stream_protocol.testing_client import (

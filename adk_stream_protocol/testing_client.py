@@ -1,6 +1,7 @@
 """The client of users' tests (``adk_stream_protocol.testing`` offers it): it talks to the app
 as ``useChat`` does, on ``POST /stream`` or on a ``/live?chatId=`` socket, and reads each
-answer back as checked chunks and as the assistant message the page would hold."""
+answer back as checked chunks and as the messages the page would hold: the chunks folded onto
+the chat as ``useChat`` folds them (``MessageFold``, the server's port of the client)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from urllib.parse import quote, urljoin
 from starlette.testclient import TestClient, WebSocketTestSession
 from typing_extensions import override
 
-from adk_stream_protocol.protocol.chunks import UI_MESSAGE_CHUNK
+from adk_stream_protocol.protocol.chunks import UI_MESSAGE_CHUNK, AiSdkVersion
+from adk_stream_protocol.protocol.message_fold import MessageFold
 
 # -- reading a response ----------------------------------------------------------------------
 
@@ -34,58 +36,18 @@ def sse_payloads(body: str) -> list[str]:
     return payloads
 
 
-def assistant_message(*responses: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The assistant message a client holds after these responses' chunks (a continuation
-    appends to it), reduced to what the server reads back: step starts, text, tool parts
-    with their states, inputs and outputs; and sources, files and data parts as sent."""
-    parts: list[dict[str, Any]] = []
-    tools: dict[str, dict[str, Any]] = {}
-    message_id = responses[0][0].get("messageId", "assistant") if responses[0] else "assistant"
+def assistant_message(
+    *responses: Sequence[Mapping[str, Any]], ai_sdk: AiSdkVersion = 6
+) -> dict[str, Any]:
+    """The assistant message a client holds after these responses' chunks, each response
+    continuing the message the one before left (as the stock helpers continue it after an
+    approval or a browser output), folded as ``useChat`` folds them (``MessageFold``)."""
+    message: dict[str, Any] | None = None
     for chunks in responses:
-        for chunk in chunks:
-            kind = chunk["type"]
-            if kind == "start-step":
-                parts.append({"type": "step-start"})
-            elif kind == "text-start":
-                parts.append({"type": "text", "text": "", "state": "done"})
-            elif kind == "text-delta":
-                parts[-1]["text"] += chunk["delta"]
-            elif kind == "tool-input-available":
-                part = tools.get(chunk["toolCallId"])
-                if part is None:
-                    part = {"type": f"tool-{chunk['toolName']}", "toolCallId": chunk["toolCallId"]}
-                    tools[chunk["toolCallId"]] = part
-                    parts.append(part)
-                part.update(state="input-available", input=chunk["input"])
-            elif kind == "tool-approval-request":
-                tools[chunk["toolCallId"]].update(
-                    state="approval-requested", approval={"id": chunk["approvalId"]}
-                )
-            elif kind == "tool-output-available":
-                tools[chunk["toolCallId"]].update(state="output-available", output=chunk["output"])
-            elif kind == "tool-output-error":
-                tools[chunk["toolCallId"]].update(
-                    state="output-error", errorText=chunk["errorText"]
-                )
-            elif kind == "tool-output-denied":
-                tools[chunk["toolCallId"]]["state"] = "output-denied"
-            elif kind in ("source-url", "source-document", "file"):
-                parts.append({k: v for k, v in chunk.items() if k != "providerMetadata"})
-            elif kind.startswith("data-") and not chunk.get("transient"):
-                _add_data_part(parts, chunk)
-    return {"id": message_id, "role": "assistant", "parts": parts}
-
-
-def _add_data_part(parts: list[dict[str, Any]], chunk: Mapping[str, Any]) -> None:
-    """As useChat does: a data part with the type and id of one already there replaces its
-    data; any other is added (a transient one, never: it goes only to ``onData``)."""
-    part = {k: v for k, v in chunk.items() if k != "transient"}
-    if "id" in part:
-        for held in parts:
-            if held["type"] == part["type"] and held.get("id") == part["id"]:
-                held["data"] = part["data"]
-                return
-    parts.append(part)
+        fold = MessageFold([message] if message else [], ai_sdk=ai_sdk, new_message_id="assistant")
+        fold.apply_all(chunks)
+        message = fold.message
+    return message or {"id": "assistant", "role": "assistant", "parts": []}
 
 
 def _awaits_approval(part: Mapping[str, Any]) -> bool:
@@ -172,11 +134,6 @@ class LocalTestClient(TestClient):
 @dataclass
 class _Chat:
     messages: list[dict[str, Any]] = field(default_factory=list)
-    # The chunks of each response that built the last assistant message.
-    responses: list[list[dict[str, Any]]] = field(default_factory=list)
-    # What the page gave the last assistant message's browser calls (the part's new fields):
-    # the server does not send them back, so they are kept over each rebuild of the message.
-    outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 class AgentClient:
@@ -197,7 +154,6 @@ class AgentClient:
         message_id = f"user-{sum(m['role'] == 'user' for m in state.messages) + 1}"
         parts = [{"type": "text", "text": text}]
         state.messages.append({"id": message_id, "role": "user", "parts": parts})
-        state.responses, state.outputs = [], {}
         return self._request(chat, state, live)
 
     def approve(
@@ -247,11 +203,12 @@ class AgentClient:
         ]
         if len(waiting) != 1:
             raise ValueError(f"{len(waiting)} calls wait for the page's output: name call_id")
+        assert message is not None
+        (part,) = [p for p in message["parts"] if p.get("toolCallId") == waiting[0]]
         if error is not None:
-            state.outputs[waiting[0]] = {"state": "output-error", "errorText": error}
+            part.update(state="output-error", errorText=error)
         else:
-            state.outputs[waiting[0]] = {"state": "output-available", "output": output}
-        _apply_outputs(state)
+            part.update(state="output-available", output=output)
         return self._request(chat, state, live)
 
     def messages(self, chat: str = "chat-1") -> list[dict[str, Any]]:
@@ -276,14 +233,12 @@ class AgentClient:
             _, chunks = read_response(status, text)
         if status != 200:
             return ChatResponse(status, text, [], None)
-        state.responses.append(chunks)
-        message = assistant_message(*state.responses)
-        if state.messages[-1]["role"] == "assistant":
-            state.messages[-1] = message  # a continuation extends the same message
-        else:
-            state.messages.append(message)
-        _apply_outputs(state)
-        return ChatResponse(status, text, chunks, message)
+        # A continuation goes on with the chat's last (assistant) message, a new message
+        # gets one of its own: as the page's chat folds the response.
+        fold = MessageFold(state.messages)
+        state.messages = fold.apply_all(chunks)
+        last = state.messages[-1]
+        return ChatResponse(status, text, chunks, last if last["role"] == "assistant" else None)
 
     def _socket(self, chat: str) -> _LiveSocket:
         if chat not in self._sockets:
@@ -291,12 +246,6 @@ class AgentClient:
                 self.http.websocket_connect(f"/live?chatId={quote(chat, safe='')}")
             )
         return self._sockets[chat]
-
-
-def _apply_outputs(state: _Chat) -> None:
-    for part in state.messages[-1]["parts"]:
-        if (fields := state.outputs.get(part.get("toolCallId", ""))) is not None:
-            part.update(fields)
 
 
 class _LiveSocket:

@@ -168,15 +168,15 @@ class TableChat:
             self._frame(frame | body)
             chunks = self._read_ai7(request_id)
         self._note_calls(chunks)
+        ai_sdk: AiSdkVersion = 7 if self.transport == "ai7" else 6
         if self.messages[-1]["role"] == "assistant" and not self._responses:
             # A message read back (a reload): continued as the client folds a response onto it.
-            ai_sdk: AiSdkVersion = 7 if self.transport == "ai7" else 6
             fold = MessageFold(self.messages, ai_sdk=ai_sdk, message_id=self.messages[-1]["id"])
             self.messages = copy.deepcopy(fold.apply_all(chunks))
             message = self._apply_outputs(self.messages[-1])
             return ChatResponse(200, json.dumps(chunks), chunks, message)
         self._responses.append(chunks)
-        message = self._apply_outputs(assistant_message(*self._responses))
+        message = self._apply_outputs(assistant_message(*self._responses, ai_sdk=ai_sdk))
         if self.messages[-1]["role"] == "assistant":
             self.messages[-1] = message
         else:

@@ -48,16 +48,11 @@ from schemathesis.specs.openapi.checks import (
 from adk_stream_protocol.foundation.errors import RequestError
 from adk_stream_protocol.foundation.limits import RequestLimits
 from adk_stream_protocol.foundation.settings import Settings
-from adk_stream_protocol.protocol.ui_messages import (
-    CHAT_ID_PATTERN,
-    AnyToolUIPart,
-    ChatRequest,
-    FileUIPart,
-    SteeringMessageUIPart,
-    TextUIPart,
-    ToolState,
-    parse_chat_body,
-)
+from adk_stream_protocol.protocol.parts.files import FileUIPart
+from adk_stream_protocol.protocol.parts.steering import SteeringMessageUIPart
+from adk_stream_protocol.protocol.parts.text import TextUIPart
+from adk_stream_protocol.protocol.parts.tools import AnyToolUIPart, ToolState
+from adk_stream_protocol.protocol.ui_messages import CHAT_ID_PATTERN, ChatRequest, parse_chat_body
 from adk_stream_protocol.server.app import create_app
 from adk_stream_protocol.transports.live_frames import parse_frame, read_frame
 from tests.support import (

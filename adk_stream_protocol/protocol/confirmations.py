@@ -18,15 +18,13 @@ from google.genai import types
 from pydantic import JsonValue
 
 from adk_stream_protocol.foundation.errors import RequestError
-from adk_stream_protocol.protocol.chunks import (
-    AiSdkVersion,
-    BaseChunk,
-    DataChunk,
-    ToolApprovalRequestChunk,
-)
+from adk_stream_protocol.protocol.chunks import BaseChunk, DataChunk
+from adk_stream_protocol.protocol.clients import AiSdkClient
 from adk_stream_protocol.protocol.event_values import json_safe
+from adk_stream_protocol.protocol.parts.data import DataUIPart
+from adk_stream_protocol.protocol.parts.tools import approval_request_chunk
 from adk_stream_protocol.protocol.tool_calls import CONFIRMATION_TOOL, Confirmation
-from adk_stream_protocol.protocol.ui_messages import APPROVAL_RESPONSE_PART, DataUIPart, UIMessage
+from adk_stream_protocol.protocol.ui_messages import APPROVAL_RESPONSE_PART, UIMessage
 
 APPROVAL_PART = "data-approval"
 # How ADK words the hint of a declared confirmation (`require_confirmation`): a note to the
@@ -42,18 +40,12 @@ def shown_hint(hint: Any) -> str | None:
 
 
 def approval_request_chunks(
-    approval_id: str, call_id: str, hint: str | None, payload: Any, ai_sdk: AiSdkVersion
+    approval_id: str, call_id: str, hint: str | None, payload: Any, client: AiSdkClient
 ) -> list[BaseChunk]:
     """``tool-approval-request``, and its ``data-approval`` when there is a hint or a payload."""
     shown = shown_hint(hint)
     payload = json_safe(payload)
-    v7 = ai_sdk >= 7  # ai 6.0.25 refuses a request with any key beyond the ids
-    request = ToolApprovalRequestChunk(
-        approval_id=approval_id,
-        tool_call_id=call_id,
-        reason=shown if v7 else None,
-        approval_descriptor=payload if v7 else None,
-    )
+    request = approval_request_chunk(approval_id, call_id, client, reason=shown, descriptor=payload)
     if shown is None and payload is None:
         return [request]
     data: dict[str, Any] = {"approvalId": approval_id, "toolCallId": call_id}

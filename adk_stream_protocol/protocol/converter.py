@@ -1,10 +1,10 @@
 """ADK events to AI SDK UI message stream chunks.
 
 A ``StreamProtocolConverter`` covers exactly one response (one request on ``/stream``, one
-turn on ``/live``): it owns that response's ids, open blocks and steps (``blocks.py``), usage
-(``usage.py``) and transcripts (``media.py``), and is thrown away afterwards, so nothing leaks
-into the next turn. Both transports feed it ADK events and serialise the typed chunks it
-returns.
+turn on ``/live``): it owns that response's ids, open blocks and steps (``parts/text.py``,
+``parts/steps.py``), usage (``usage.py``) and transcripts (``transcripts.py``), and is thrown
+away afterwards, so nothing leaks into the next turn. Both transports feed it ADK events and
+serialise the typed chunks it returns.
 
 The partial/aggregate rule (docs/adr/0003-converter.md): text and thoughts
 stream from ``partial`` events; the non-partial event that follows repeats that text, so only
@@ -12,10 +12,13 @@ its other parts (function calls, files) are used. When nothing was streamed, the
 event's text is emitted whole. This needs no event-id matching, so it also holds in live mode,
 where every partial has a fresh id.
 
-Gemini's grounding becomes source parts for every client (``sources.py``). What ai 7 adds
-(citations on ``text-end``, ``tool-approval-response``, the finish reason ``interrupted``) is
-sent only when the response's client is known to be ai 7 (``ai_sdk=7``,
-docs/adr/0023); otherwise every chunk is one the strict ai 6.0.25 client accepts.
+The chunks of each part kind are made by that kind's module (``parts/``, docs/adr/0056): the
+converter decides, per event, which kinds it holds and in which order. Gemini's grounding
+becomes source parts for every client (``parts/sources.py``). What ai 7 adds (citations on
+``text-end``, ``tool-approval-response``, the finish reason ``interrupted``) is sent only when
+the response's client is known to be ai 7 (``ai_sdk=7``, docs/adr/0023; what each client has
+is its table in ``clients.py``); otherwise every chunk is one the strict ai 6.0.25 client
+accepts.
 """
 
 from __future__ import annotations
@@ -34,32 +37,29 @@ from adk_stream_protocol.foundation.errors import (
     log_error,
     new_error_reference,
 )
-from adk_stream_protocol.protocol.blocks import ResponseBlocks
 from adk_stream_protocol.protocol.chunks import (
     AbortChunk,
     AiSdkVersion,
     BaseChunk,
     ErrorChunk,
-    FileChunk,
     FinishChunk,
     FinishReason,
     StartChunk,
-    ToolApprovalResponseChunk,
-    ToolInputAvailableChunk,
-    ToolInputStartChunk,
-    ToolOutputAvailableChunk,
-    ToolOutputDeniedChunk,
-    ToolOutputErrorChunk,
 )
+from adk_stream_protocol.protocol.clients import client_for
 from adk_stream_protocol.protocol.confirmations import approval_request_chunks
-from adk_stream_protocol.protocol.event_values import (
-    is_audio,
-    json_safe,
-    tool_error_text,
+from adk_stream_protocol.protocol.parts.files import file_data_chunk, inline_data_chunk, is_audio
+from adk_stream_protocol.protocol.parts.sources import ResponseSources
+from adk_stream_protocol.protocol.parts.steps import ResponseSteps
+from adk_stream_protocol.protocol.parts.text import ResponseBlocks
+from adk_stream_protocol.protocol.parts.tools import (
+    approval_response_chunks,
+    call_chunks,
+    rearmed_call,
+    result_chunk,
 )
-from adk_stream_protocol.protocol.media import LiveTranscripts, inline_data_chunk
-from adk_stream_protocol.protocol.sources import ResponseSources
 from adk_stream_protocol.protocol.tool_calls import CONFIRMATION_TOOL
+from adk_stream_protocol.protocol.transcripts import LiveTranscripts
 from adk_stream_protocol.protocol.usage import ResponseUsage
 
 logger = logging.getLogger(__name__)
@@ -83,19 +83,22 @@ class StreamProtocolConverter:
         ai_sdk: AiSdkVersion = 6,
     ) -> None:
         self.message_id = message_id
-        self._ai_sdk = ai_sdk
+        self._client = client_for(ai_sdk)
         # With a live run, a late result of an earlier turn's call can arrive in this response;
         # the client has no part for it and would throw. None: no such restriction.
         self._known_calls = set(known_tool_call_ids) if known_tool_call_ids is not None else None
         self._error_detail = error_detail
         self._denied = frozenset(denied_tool_call_ids)
-        self._blocks = ResponseBlocks(id_prefix=id_prefix or uuid.uuid4().hex[:8], ai_sdk=ai_sdk)
+        self._blocks = ResponseBlocks(
+            id_prefix=id_prefix or uuid.uuid4().hex[:8], client=self._client
+        )
+        self._steps = ResponseSteps(self._blocks)
         self._sources = ResponseSources()
         # Text or thoughts streamed since the last non-partial model event: that event
         # repeats them, so its text parts are skipped.
         self._streamed_since_final = False
 
-        self._transcripts = LiveTranscripts(self._blocks)
+        self._transcripts = LiveTranscripts(self._steps, self._blocks)
 
         self._awaiting_client: set[str] = set()
         self._usage = ResponseUsage()
@@ -126,8 +129,8 @@ class StreamProtocolConverter:
         out: list[BaseChunk] = []
         partial, grounding = event.partial, event.grounding_metadata  # read once: hot path
         self._usage.observe(event)
-        if grounding is not None and self._ai_sdk >= 7:
-            self._blocks.grounding = grounding
+        if grounding is not None:
+            self._blocks.ground(grounding)
         if event.input_transcription is not None:
             out.extend(self._transcripts.user(event.input_transcription, partial))
         if event.output_transcription is not None:
@@ -141,7 +144,7 @@ class StreamProtocolConverter:
             else:
                 self._convert_tool_results(event, parts, out)
         if grounding is not None and (sources := self._sources.new_in(grounding)):
-            self._blocks.ensure_step(out)
+            self._steps.ensure(out)
             out.extend(sources)  # every client; after the text they ground
         if not partial:
             self._usage.record_final(event)
@@ -178,9 +181,9 @@ class StreamProtocolConverter:
     ) -> list[BaseChunk]:
         """An approval request, with its hint and payload (docs/adr/0013, 0041)."""
         out: list[BaseChunk] = []
-        if not self._blocks.step_open:
-            out.extend(self._blocks.new_step())
-        out.extend(approval_request_chunks(approval_id, call_id, hint, payload, self._ai_sdk))
+        if not self._steps.open:
+            out.extend(self._steps.new())
+        out.extend(approval_request_chunks(approval_id, call_id, hint, payload, self._client))
         self._awaiting_client.add(approval_id)
         return out
 
@@ -189,12 +192,7 @@ class StreamProtocolConverter:
     ) -> list[BaseChunk]:
         """The decisions (approval id, approved, reason) a continuation acts on, for an ai 7
         client: a response replayed to another tab shows them too. Nothing for ai 6."""
-        if self._ai_sdk < 7:
-            return []
-        return [
-            ToolApprovalResponseChunk(approval_id=approval_id, approved=approved, reason=reason)
-            for approval_id, approved, reason in decisions
-        ]
+        return approval_response_chunks(decisions, self._client)
 
     def rearm(
         self, call_id: str, tool_name: str, args: dict[str, Any], *, announce: bool = True
@@ -203,9 +201,7 @@ class StreamProtocolConverter:
         own step, where the stock helpers look; without ``announce`` (``add-output``, ADR 0011)
         only pause for it: the page runs it already, and the chunk would reset its output."""
         self._awaiting_client.add(call_id)
-        safe = json_safe(args)
-        chunk = ToolInputAvailableChunk(tool_call_id=call_id, tool_name=tool_name, input=safe)
-        return [chunk] if announce else []
+        return [rearmed_call(call_id, tool_name, args)] if announce else []
 
     def finish(self, reason: FinishReason | None = None) -> list[BaseChunk]:
         """Close whatever is open and end the response with ``finish`` (``reason`` overrides
@@ -213,11 +209,11 @@ class StreamProtocolConverter:
         if self._finished:
             return []
         out = self._blocks.close()
-        if self._blocks.after_tool_results and not self._errored and not self._awaiting_client:
+        if self._steps.after_tool_results and not self._errored and not self._awaiting_client:
             # The response ends right after tool results. An empty step after them keeps the
             # stock `lastAssistantMessageIsCompleteWithToolCalls` from resubmitting forever.
-            out.extend(self._blocks.new_step())
-        out.extend(self._blocks.finish_step())
+            out.extend(self._steps.new())
+        out.extend(self._steps.finish())
         out.append(
             FinishChunk(
                 finish_reason=reason or self._final_reason(),
@@ -246,17 +242,17 @@ class StreamProtocolConverter:
     # -- partial events: streamed text and thoughts -------------------------------------------
 
     def _convert_partial(self, parts: list[types.Part], out: list[BaseChunk]) -> None:
-        blocks = self._blocks
+        blocks, steps = self._blocks, self._steps
         for part in parts:
             inline = part.inline_data
             if inline is not None and inline.data is not None:
-                blocks.ensure_step(out)
+                steps.ensure(out)
                 out.append(inline_data_chunk(inline))  # live audio
                 continue
             text = part.text
             if not text:
                 continue  # function calls are taken only from the final event
-            blocks.ensure_step(out)
+            steps.ensure(out)
             if part.thought:
                 blocks.reasoning_delta(text, out)
             else:
@@ -271,7 +267,7 @@ class StreamProtocolConverter:
         if all(is_audio(p) for p in parts):
             # Live audio arrives as its own events between transcript deltas: it is not the
             # end of the answer's text, so it closes nothing.
-            self._blocks.ensure_step(out)
+            self._steps.ensure(out)
             out.extend(inline_data_chunk(p.inline_data) for p in parts if p.inline_data)
             return
         skip_text = self._streamed_since_final
@@ -282,24 +278,19 @@ class StreamProtocolConverter:
             if part.function_call:
                 self._function_call(part.function_call, long_running, out)
             elif part.text and not skip_text:
-                self._blocks.ensure_step(out)
+                self._steps.ensure(out)
                 if part.thought:
                     self._blocks.reasoning_delta(part.text, out)
                 else:
                     self._blocks.text_delta(part.text, out)
             elif part.inline_data and part.inline_data.data is not None:
-                self._blocks.ensure_step(out)
+                self._steps.ensure(out)
                 out.extend(self._blocks.close())
                 out.append(inline_data_chunk(part.inline_data))
             elif part.file_data and part.file_data.file_uri:
-                self._blocks.ensure_step(out)
+                self._steps.ensure(out)
                 out.extend(self._blocks.close())
-                out.append(
-                    FileChunk(
-                        url=part.file_data.file_uri,
-                        media_type=part.file_data.mime_type or "application/octet-stream",
-                    )
-                )
+                out.append(file_data_chunk(part.file_data))
         out.extend(self._blocks.close())
 
     def _function_call(
@@ -318,16 +309,10 @@ class StreamProtocolConverter:
             # part from the stock approval helper.
             out.extend(self.approval_request(call_id, original_id, hint, payload))
             return
-        self._blocks.ensure_step(out)
-        name = call.name or "unknown"
+        self._steps.ensure(out)
         if self._known_calls is not None:
             self._known_calls.add(call_id)
-        out.append(ToolInputStartChunk(tool_call_id=call_id, tool_name=name))
-        out.append(
-            ToolInputAvailableChunk(
-                tool_call_id=call_id, tool_name=name, input=json_safe(call.args or {})
-            )
-        )
+        out.extend(call_chunks(call_id, call.name or "unknown", call.args or {}))
         if call_id in long_running:
             self._awaiting_client.add(call_id)
 
@@ -355,17 +340,8 @@ class StreamProtocolConverter:
                 continue
             self._awaiting_client.discard(call_id)
             out.extend(self._blocks.close())
-            if call_id in self._denied:
-                out.append(ToolOutputDeniedChunk(tool_call_id=call_id))
-            elif (error := tool_error_text(response.response)) is not None:
-                out.append(ToolOutputErrorChunk(tool_call_id=call_id, error_text=error))
-            else:
-                out.append(
-                    ToolOutputAvailableChunk(
-                        tool_call_id=call_id, output=json_safe(response.response)
-                    )
-                )
-            self._blocks.after_tool_results = True
+            out.append(result_chunk(call_id, response.response, denied=call_id in self._denied))
+            self._steps.after_tool_results = True
 
     # -- errors and the finish reason -------------------------------------------------------------
 
@@ -374,7 +350,7 @@ class StreamProtocolConverter:
         error, so a client still reading (a resumed stream) ends quietly."""
         logger.info("run aborted code=%s", ABORTED_CODE)
         # ai 7 knows a stopped answer, and does not resend it automatically.
-        self._usage.finish_reason = "interrupted" if self._ai_sdk >= 7 else "other"
+        self._usage.finish_reason = self._client.stopped_reason
         out = self._blocks.close()
         out.append(AbortChunk())
         return out

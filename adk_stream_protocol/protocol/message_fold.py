@@ -4,10 +4,12 @@ messages the client held when it sent the request.
 A port of the AI SDK client: ``processUIMessageStream`` (how each chunk changes the response
 message) and ``AbstractChat``'s request (which message the response continues, and when the
 chat's list takes the message: only on a ``write``, a pushed message is the live object, a
-replaced one a snapshot). ``ai_sdk=6`` is the newest 6.x (6.0.326), ``ai_sdk=7`` ai 7.x; they
-differ in a step's end, ai 7's own chunks and a few tool fields (docs/adr/0042-chat-messages.md).
-The client stops reading at an ``error`` chunk, or at a chunk it cannot apply (a delta for no
-open part, a result for no call, a type it does not know); so does the fold (``refused``).
+replaced one a snapshot). The message's own chunks (``start``, ``finish``, metadata, ``error``,
+``abort``) are folded here; a part's chunks by its kind (``parts/``, docs/adr/0056). ``ai_sdk=6``
+is the newest 6.x (6.0.326), ``ai_sdk=7`` ai 7.x; where they differ, ``clients.py`` says
+(docs/adr/0042-chat-messages.md). The client stops reading at an ``error`` chunk, or at a chunk
+it cannot apply (a delta for no open part, a result for no call, a type it does not know); so
+does the fold (``refused``).
 """
 
 from __future__ import annotations
@@ -15,21 +17,13 @@ from __future__ import annotations
 import copy
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, Literal, TypeAlias
 
 from adk_stream_protocol.protocol.chunks import AiSdkVersion
-from adk_stream_protocol.protocol.message_parts import (
-    ABSENT,
-    AI7_ONLY_CHUNKS,
-    Refused,
-    chunk_id,
-    data_part,
-    given,
-    merge_objects,
-    put,
-    step_parts,
-)
-from adk_stream_protocol.protocol.tool_parts import ToolParts
+from adk_stream_protocol.protocol.clients import client_for
+from adk_stream_protocol.protocol.parts.base import Chunk, PartKind, Refused
+from adk_stream_protocol.protocol.parts.kinds import PART_KINDS
 
 Trigger: TypeAlias = Literal["submit-message", "regenerate-message"]
 Message: TypeAlias = dict[str, Any]
@@ -66,6 +60,7 @@ class MessageFold:
         new_message_id: str | None = None,
     ) -> None:
         self.ai_sdk = ai_sdk
+        self.client = client_for(ai_sdk)
         self._held: list[Message | _Entry] = list(messages)
         index = len(messages) - 1
         if trigger == "submit-message" and message_id is not None:
@@ -81,10 +76,17 @@ class MessageFold:
             new_id = new_message_id or uuid.uuid4().hex
             self.message = {"id": new_id, "role": "assistant", "parts": []}
         self._unwritten = 0  # step starts pushed since the last write (nothing else is)
-        self._open_texts: dict[str, Message] = {}
-        self._open_reasoning: dict[str, Message] = {}
-        self._tools = ToolParts(self.message, ai_sdk)
         self.refused: str | None = None  # why the client stopped reading, if it did
+        # Each kind's share of the fold, and each chunk type the client has with its fold.
+        self._kinds: list[PartKind] = [kind(self.message, self.client) for kind in PART_KINDS]
+        folds: dict[str, _Fold] = dict(_MESSAGE_FOLDS)
+        prefixed: dict[str, _Fold] = {}
+        for kind in self._kinds:
+            folds.update(kind.folds())
+            prefixed.update(kind.prefixed_folds())
+        types = self.client.chunk_types
+        self._folds = {t: fold for t, fold in folds.items() if t in types}
+        self._prefixed = tuple(prefixed.items())
 
     @property
     def messages(self) -> list[Message]:
@@ -99,12 +101,12 @@ class MessageFold:
         try:
             if not isinstance(kind, str):
                 raise Refused("a chunk without a type")
-            handler = _HANDLERS.get(kind)
-            if handler is None and kind.startswith("data-"):
-                handler = MessageFold._data
-            if handler is None or (self.ai_sdk < 7 and kind in AI7_ONLY_CHUNKS):
+            fold = self._folds.get(kind)
+            if fold is None:
+                fold = next((f for prefix, f in self._prefixed if kind.startswith(prefix)), None)
+            if fold is None:
                 raise Refused(f"a chunk of type {kind!r} is not in the ai {self.ai_sdk} schema")
-            handler(self, chunk)
+            fold(self, chunk)
         except Refused as refusal:
             self.refused = str(refusal)
 
@@ -128,7 +130,7 @@ class MessageFold:
     def _entry_id(self, entry: Message | _Entry) -> Any:
         return self.message["id"] if isinstance(entry, _Entry) else entry.get("id")
 
-    def _write(self) -> None:
+    def write(self) -> None:
         target = self._last_index(self.message["id"])
         if target is None and self._uses_earlier:
             target = self._last_index(self._original_id)
@@ -137,6 +139,17 @@ class MessageFold:
         else:
             self._held[target] = _SNAPSHOT
         self._unwritten = 0
+
+    def pushed_unwritten(self) -> None:
+        self._unwritten += 1
+
+    def step_finished(self) -> None:
+        for kind in self._kinds:
+            kind.step_finished()
+
+    def step_reset(self) -> None:
+        for kind in self._kinds:
+            kind.step_reset()
 
     def _last_index(self, message_id: Any) -> int | None:
         for i in range(len(self._held) - 1, -1, -1):
@@ -152,7 +165,7 @@ class MessageFold:
 
     # -- the response's chunks -----------------------------------------------------------------
 
-    def _start(self, chunk: Mapping[str, Any]) -> None:
+    def _start(self, chunk: Chunk) -> None:
         message_id = chunk.get("messageId")
         metadata = chunk.get("messageMetadata")
         if message_id is not None and message_id != self.message["id"]:
@@ -161,17 +174,21 @@ class MessageFold:
             self.message["id"] = message_id
         self._merge_metadata(metadata)
         if message_id is not None or metadata is not None:
-            self._write()
+            self.write()
 
-    def _metadata(self, chunk: Mapping[str, Any]) -> None:
+    def _metadata(self, chunk: Chunk) -> None:
         """``finish`` and ``message-metadata``: metadata merged into the message's."""
         reason = chunk.get("finishReason")
-        if chunk["type"] == "finish" and self.ai_sdk < 7 and reason == "interrupted":
-            raise Refused("the finish reason 'interrupted' is not in the ai 6 schema")
+        if (
+            chunk["type"] == "finish"
+            and reason is not None
+            and reason not in self.client.finish_reasons
+        ):
+            raise Refused(f"the finish reason {reason!r} is not in the ai {self.ai_sdk} schema")
         metadata = chunk.get("messageMetadata")
         self._merge_metadata(metadata)
         if metadata is not None:
-            self._write()
+            self.write()
 
     def _merge_metadata(self, metadata: Any) -> None:
         if metadata is None:
@@ -179,126 +196,60 @@ class MessageFold:
         held = self.message.get("metadata")
         self.message["metadata"] = merge_objects(held, metadata) if held is not None else metadata
 
-    def _start_step(self, chunk: Mapping[str, Any]) -> None:
-        self.message["parts"].append({"type": "step-start"})
-        self._unwritten += 1  # the client pushes it without a write
-
-    def _finish_step(self, chunk: Mapping[str, Any]) -> None:
-        if self.ai_sdk < 7:  # ai 7 leaves open parts to their own end chunks
-            self._open_texts, self._open_reasoning = {}, {}
-
-    def _reset_step(self, chunk: Mapping[str, Any]) -> None:
-        removed = len(step_parts(self.message))
-        self._open_texts, self._open_reasoning = {}, {}
-        self._tools.partial_calls.clear()
-        if removed:
-            del self.message["parts"][-removed:]
-            self._write()
-
-    def _error(self, chunk: Mapping[str, Any]) -> None:
+    def _error(self, chunk: Chunk) -> None:
         raise Refused(f"error chunk: {chunk.get('errorText')}")
 
-    def _nothing(self, chunk: Mapping[str, Any]) -> None:
+    def _nothing(self, chunk: Chunk) -> None:
         """``abort``: the client passes it on and changes nothing."""
 
-    def _block_start(self, chunk: Mapping[str, Any]) -> None:
-        """``text-start`` / ``reasoning-start``: a streaming part, open under the chunk's id."""
-        if chunk["type"] == "text-start":
-            part: Message = {"type": "text", "text": ""}
+
+# What folds one chunk onto the fold's message: a kind's method, or one of the fold's own
+# (unbound: the fold holds its table, so the table never holds the fold).
+_Fold: TypeAlias = Callable[[MessageFold, Chunk], None]
+_MESSAGE_FOLDS: Mapping[str, _Fold] = MappingProxyType(
+    {
+        "start": MessageFold._start,
+        "finish": MessageFold._metadata,
+        "message-metadata": MessageFold._metadata,
+        "error": MessageFold._error,
+        "abort": MessageFold._nothing,
+    }
+)
+
+
+def merge_objects(base: Any, overrides: Any) -> Any:
+    """``mergeObjects``: ``overrides`` deep-merged into ``base``, objects key by key (arrays and
+    other values replace); as the client merges message metadata."""
+    result = _spread(base)
+    for key, value in _own_entries(overrides):
+        if isinstance(base, dict):
+            held = base.get(key)
+        elif isinstance(base, list) and key.isdigit() and int(key) < len(base):
+            held = base[int(key)]
+        elif isinstance(base, list):
+            held = None
         else:
-            part = {"type": "reasoning", "id": chunk_id(chunk, "id"), "text": ""}
-        put(part, "providerMetadata", chunk.get("providerMetadata", ABSENT))
-        part["state"] = "streaming"
-        self._open(chunk)[chunk_id(chunk, "id")] = part
-        self.message["parts"].append(part)
-        self._write()
-
-    def _block_delta(self, chunk: Mapping[str, Any]) -> None:
-        part = self._open_part(chunk)
-        part["text"] += chunk.get("delta", "")
-        self._keep_metadata(part, chunk)
-        self._write()
-
-    def _block_end(self, chunk: Mapping[str, Any]) -> None:
-        part = self._open_part(chunk)
-        part["state"] = "done"
-        if chunk["type"] == "text-end" and self.ai_sdk >= 7 and given(chunk.get("citations")):
-            part["citations"] = chunk["citations"]
-        self._keep_metadata(part, chunk)
-        del self._open(chunk)[chunk_id(chunk, "id")]
-        self._write()
-
-    def _open(self, chunk: Mapping[str, Any]) -> dict[str, Message]:
-        return self._open_texts if chunk["type"].startswith("text") else self._open_reasoning
-
-    def _open_part(self, chunk: Mapping[str, Any]) -> Message:
-        part = self._open(chunk).get(chunk_id(chunk, "id"))
-        if part is None:
-            raise Refused(f"{chunk['type']} for no open part {chunk.get('id')!r}")
-        return part
-
-    @staticmethod
-    def _keep_metadata(part: Message, chunk: Mapping[str, Any]) -> None:
-        metadata = chunk.get("providerMetadata")
-        if given(metadata):
-            part["providerMetadata"] = metadata
-
-    def _pushed(self, chunk: Mapping[str, Any]) -> None:
-        """Parts added as they come: files, sources, ai 7's custom and steering parts."""
-        kind = chunk["type"]
-        keys = _PUSHED_KEYS[kind]
-        part: Message = {"type": kind}
-        for key in keys:
-            put(part, key, chunk.get(key, ABSENT))
-        if kind in ("file", "reasoning-file") and given(chunk.get("providerMetadata")):
-            part["providerMetadata"] = chunk["providerMetadata"]
-        self.message["parts"].append(part)
-        self._write()
-
-    def _data(self, chunk: Mapping[str, Any]) -> None:
-        if data_part(self.message, chunk):
-            self._write()
-
-    def _tool(self, chunk: Mapping[str, Any]) -> None:
-        self._tools.apply(chunk)
-        self._write()
+            raise Refused("message metadata merged into a value that is not an object")
+        if isinstance(value, dict) and isinstance(held, dict):
+            result[key] = merge_objects(held, value)
+        else:
+            result[key] = value
+    return result
 
 
-_PUSHED_KEYS: dict[str, tuple[str, ...]] = {
-    "file": ("mediaType", "url"),
-    "reasoning-file": ("mediaType", "url"),
-    "source-url": ("sourceId", "url", "title", "providerMetadata"),
-    "source-document": ("sourceId", "mediaType", "title", "filename", "providerMetadata"),
-    "custom": ("kind", "providerMetadata"),
-    "steering-message": ("id", "parts"),
-}
+def _spread(value: Any) -> dict[str, Any]:
+    """``{...value}``."""
+    if isinstance(value, dict):
+        return dict(value)
+    if isinstance(value, list | str):
+        return {str(i): item for i, item in enumerate(value)}
+    return {}
 
-_Handler: TypeAlias = Callable[[MessageFold, Mapping[str, Any]], None]
-_HANDLERS: dict[str, _Handler] = {
-    "start": MessageFold._start,
-    "finish": MessageFold._metadata,
-    "message-metadata": MessageFold._metadata,
-    "start-step": MessageFold._start_step,
-    "finish-step": MessageFold._finish_step,
-    "reset-step": MessageFold._reset_step,
-    "error": MessageFold._error,
-    "abort": MessageFold._nothing,
-    **dict.fromkeys(("text-start", "reasoning-start"), MessageFold._block_start),
-    **dict.fromkeys(("text-delta", "reasoning-delta"), MessageFold._block_delta),
-    **dict.fromkeys(("text-end", "reasoning-end"), MessageFold._block_end),
-    **dict.fromkeys(_PUSHED_KEYS, MessageFold._pushed),
-    **dict.fromkeys(
-        (
-            "tool-input-start",
-            "tool-input-delta",
-            "tool-input-available",
-            "tool-input-error",
-            "tool-approval-request",
-            "tool-approval-response",
-            "tool-output-available",
-            "tool-output-error",
-            "tool-output-denied",
-        ),
-        MessageFold._tool,
-    ),
-}
+
+def _own_entries(value: Any) -> list[tuple[str, Any]]:
+    """The keys ``for (key in value)`` visits, with their values."""
+    if isinstance(value, dict):
+        return list(value.items())
+    if isinstance(value, list | str):
+        return [(str(i), item) for i, item in enumerate(value)]
+    return []

@@ -4,13 +4,16 @@ While ``tool-input-delta`` chunks arrive, the client shows the input parsed from
 far: valid JSON as it is, otherwise the text closed by ``fixJson`` (open strings, objects,
 arrays and literals completed, a dangling number or key dropped), otherwise nothing. This is a
 port of ``ai``'s ``fix-json.ts`` and ``parse-partial-json.ts`` (the same in ai 6 and 7 but for
-one line: ai 6 counts the first character of an array as valid before reading it as a value).
+one line: ai 6 counts the first character of an array as valid before reading it as a value,
+``AiSdkClient.fix_json_array_start_valid``).
 """
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+from adk_stream_protocol.protocol.clients import AI6, AiSdkClient
 
 # The value a failed parse gives: the part's input is then undefined (absent).
 NO_VALUE: Any = object()
@@ -31,9 +34,9 @@ _CLOSERS = {
 }
 
 
-def parse_partial_json(text: str, *, ai_sdk: int = 6) -> Any:
+def parse_partial_json(text: str, client: AiSdkClient = AI6) -> Any:
     """The client's value for a partial JSON text, or ``NO_VALUE``."""
-    for candidate in (text, fix_json(text, ai_sdk=ai_sdk)):
+    for candidate in (text, fix_json(text, client)):
         try:
             return _secure_loads(candidate)
         except ValueError:
@@ -62,9 +65,9 @@ class _Scanner:
     """One pass over the text, as ``fixJson``: a stack of states and the last index that
     ends something valid."""
 
-    def __init__(self, text: str, ai_sdk: int) -> None:
+    def __init__(self, text: str, array_start_valid: bool) -> None:
         self.text = text
-        self.ai_sdk = ai_sdk
+        self.array_start_valid = array_start_valid
         self.stack = ["ROOT"]
         self.last_valid = -1
         self.literal_start = 0
@@ -142,7 +145,7 @@ class _Scanner:
                 self.last_valid = i
                 self.stack.pop()
             else:
-                if self.ai_sdk < 7:
+                if self.array_start_valid:
                     self.last_valid = i
                 self.value_start(char, i, "INSIDE_ARRAY_AFTER_VALUE")
         elif state == "INSIDE_ARRAY_AFTER_VALUE":
@@ -203,9 +206,9 @@ class _Scanner:
         return result
 
 
-def fix_json(text: str, *, ai_sdk: int = 6) -> str:
+def fix_json(text: str, client: AiSdkClient = AI6) -> str:
     """``fixJson``: the partial JSON text completed so that it parses, when it can be."""
-    scanner = _Scanner(text, ai_sdk)
+    scanner = _Scanner(text, client.fix_json_array_start_valid)
     for i, char in enumerate(text):
         scanner.step(char, i)
     return scanner.fixed()

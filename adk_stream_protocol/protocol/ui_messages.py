@@ -1,6 +1,7 @@
-"""The request side: ``UIMessage`` and its parts, and the body ``DefaultChatTransport`` posts.
+"""The request side: ``UIMessage``, and the body ``DefaultChatTransport`` posts.
 
-Parts are validated by their ``type``; an unknown type is an error, not something to drop.
+Parts are validated by their ``type`` (``parts/kinds.py`` holds the union of each kind's
+models); an unknown type is an error, not something to drop.
 Unknown *keys* on known parts are ignored, because newer clients add fields (``title``,
 ``callProviderMetadata``, ``preliminary``, ai 7's ``providerMetadata``…) that the server does
 not need (docs/adr/0005-request-validation.md). The parts ai 7 added (``custom``,
@@ -11,15 +12,21 @@ decision is a JSON boolean and an id a string, never a coerced ``"yes"`` or ``1`
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, Tag, ValidationError
-from pydantic.alias_generators import to_camel
+from pydantic import Field, PrivateAttr, ValidationError
 from pydantic_core import to_json
 
 from adk_stream_protocol.foundation.errors import RequestError
 from adk_stream_protocol.foundation.limits import RequestLimits, read_json
 from adk_stream_protocol.protocol.chunks import UnknownJson
+from adk_stream_protocol.protocol.parts.base import UIModel
+from adk_stream_protocol.protocol.parts.data import DataUIPart
+from adk_stream_protocol.protocol.parts.files import FileUIPart
+from adk_stream_protocol.protocol.parts.kinds import PART_TAGS, UIMessagePart
+from adk_stream_protocol.protocol.parts.steering import SteeringMessageUIPart
+from adk_stream_protocol.protocol.parts.text import TextUIPart
+from adk_stream_protocol.protocol.parts.tools import AnyToolUIPart, DynamicToolUIPart, ToolUIPart
 from adk_stream_protocol.protocol.shared_state import check_state_field
 
 # The part a page adds to the message that answers a confirmation, with the payload the user
@@ -29,203 +36,6 @@ APPROVAL_RESPONSE_PART = "data-approval-response"
 
 # Chat ids become ADK session ids and appear in logs: keep them to a safe alphabet.
 CHAT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
-
-ToolState: TypeAlias = Literal[
-    "input-streaming",
-    "input-available",
-    "approval-requested",
-    "approval-responded",
-    "output-available",
-    "output-error",
-    "output-denied",
-]
-
-
-class UIModel(BaseModel):
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="ignore", strict=True
-    )
-
-
-class TextUIPart(UIModel):
-    type: Literal["text"]
-    text: str
-    state: Literal["streaming", "done"] | None = None
-    # ai 7: references the model gave for its text. Nothing in a user's content takes them.
-    citations: list[UnknownJson] | None = None
-
-
-class ReasoningUIPart(UIModel):
-    type: Literal["reasoning"]
-    text: str
-    state: Literal["streaming", "done"] | None = None
-
-
-class FileUIPart(UIModel):
-    type: Literal["file"]
-    # ai 7 also allows a bare top-level type ("image") or a wildcard ("image/*").
-    media_type: str
-    # Still required in ai 7, even beside a provider reference (then it is often "").
-    url: str
-    filename: str | None = None
-    # ai 7: provider name -> id of a file uploaded to that provider (never fetched here).
-    provider_reference: dict[str, str] | None = None
-
-
-class CustomUIPart(UIModel):
-    """ai 7: provider-specific content (``kind`` is ``{provider}.{type}``)."""
-
-    type: Literal["custom"]
-    kind: str
-
-
-class ReasoningFileUIPart(UIModel):
-    """ai 7: a file the model produced while reasoning."""
-
-    type: Literal["reasoning-file"]
-    media_type: str
-    url: str
-
-
-def _steering_tag(value: Any) -> str | None:
-    part_type = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
-    return part_type if part_type in ("text", "file") else None
-
-
-SteeringContentPart: TypeAlias = Annotated[
-    Annotated[TextUIPart, Tag("text")] | Annotated[FileUIPart, Tag("file")],
-    Discriminator(
-        _steering_tag,
-        custom_error_type="unknown_part_type",
-        custom_error_message="a steering message holds only text and file parts",
-    ),
-]
-
-
-class SteeringMessageUIPart(UIModel):
-    """ai 7 (experimental): a user message added to a running generation (docs/adr/0022)."""
-
-    type: Literal["steering-message"]
-    id: str
-    parts: list[SteeringContentPart]
-
-
-class StepStartUIPart(UIModel):
-    type: Literal["step-start"]
-
-
-class SourceUrlUIPart(UIModel):
-    type: Literal["source-url"]
-    source_id: str
-    url: str
-    title: str | None = None
-
-
-class SourceDocumentUIPart(UIModel):
-    type: Literal["source-document"]
-    source_id: str
-    media_type: str
-    title: str
-    filename: str | None = None
-
-
-class ToolApproval(UIModel):
-    id: str
-    approved: bool | None = None
-    reason: str | None = None
-    # ai 7 copies these from the approval request; the server reads its own session instead.
-    request_reason: str | None = None
-    is_automatic: bool | None = None
-
-
-class ToolUIPartBase(UIModel):
-    tool_call_id: str
-    state: ToolState
-    input: UnknownJson = None
-    output: UnknownJson = None
-    error_text: str | None = None
-    approval: ToolApproval | None = None
-    provider_executed: bool | None = None
-    preliminary: bool | None = None
-
-
-class ToolUIPart(ToolUIPartBase):
-    """A static tool part: ``type`` is ``tool-<toolName>``."""
-
-    type: Annotated[str, Field(pattern=r"^tool-.+")]
-
-    @property
-    def tool_name(self) -> str:
-        return self.type.removeprefix("tool-")
-
-
-class DynamicToolUIPart(ToolUIPartBase):
-    type: Literal["dynamic-tool"]
-    tool_name: str
-
-
-class DataUIPart(UIModel):
-    type: Annotated[str, Field(pattern=r"^data-.+")]
-    id: str | None = None
-    data: UnknownJson = None
-
-
-_FIXED_PART_TYPES = frozenset(
-    {
-        "text",
-        "reasoning",
-        "file",
-        "step-start",
-        "source-url",
-        "source-document",
-        "dynamic-tool",
-        "custom",
-        "reasoning-file",
-        "steering-message",
-    }
-)
-# The tags of the part union; pydantic puts them in validation error locations.
-PART_TAGS = _FIXED_PART_TYPES | {"tool", "data"}
-
-
-def _part_tag(value: Any) -> str | None:
-    part_type = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
-    if not isinstance(part_type, str):
-        return None
-    if part_type in _FIXED_PART_TYPES:
-        return part_type
-    if part_type.startswith("tool-"):
-        return "tool"
-    if part_type.startswith("data-"):
-        return "data"
-    return None
-
-
-UIMessagePart: TypeAlias = Annotated[
-    Annotated[TextUIPart, Tag("text")]
-    | Annotated[ReasoningUIPart, Tag("reasoning")]
-    | Annotated[FileUIPart, Tag("file")]
-    | Annotated[StepStartUIPart, Tag("step-start")]
-    | Annotated[SourceUrlUIPart, Tag("source-url")]
-    | Annotated[SourceDocumentUIPart, Tag("source-document")]
-    | Annotated[ToolUIPart, Tag("tool")]
-    | Annotated[DynamicToolUIPart, Tag("dynamic-tool")]
-    | Annotated[DataUIPart, Tag("data")]
-    | Annotated[CustomUIPart, Tag("custom")]
-    | Annotated[ReasoningFileUIPart, Tag("reasoning-file")]
-    | Annotated[SteeringMessageUIPart, Tag("steering-message")],
-    Discriminator(
-        _part_tag,
-        custom_error_type="unknown_part_type",
-        custom_error_message=(
-            "unknown part type; expected text, reasoning, file, step-start, source-url, "
-            "source-document, dynamic-tool, custom, reasoning-file, steering-message, "
-            "tool-<name> or data-<name>"
-        ),
-    ),
-]
-
-AnyToolUIPart: TypeAlias = ToolUIPart | DynamicToolUIPart
 
 
 class UIMessage(UIModel):

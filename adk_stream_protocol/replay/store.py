@@ -36,7 +36,9 @@ from typing import Any
 
 from adk_stream_protocol.foundation.errors import RequestError
 from adk_stream_protocol.protocol.chunks import AiSdkVersion
-from adk_stream_protocol.protocol.ui_messages import ChatRequest, TextUIPart, UIMessage
+from adk_stream_protocol.protocol.clients import client_for, downgraded
+from adk_stream_protocol.protocol.parts.text import TextUIPart
+from adk_stream_protocol.protocol.ui_messages import ChatRequest, UIMessage
 
 logger = logging.getLogger(__name__)
 
@@ -145,8 +147,8 @@ class ReplayStore:
             held = {m.id for m in request.messages}
             copy = _free_copy(_message_id(chosen), held)
         chunks = [(t, _as_copy(chunk, copy)) for t, chunk in chosen.chunks]
-        if ai_sdk == 6:
-            chunks = [(t, c) for t, chunk in chunks if (c := _for_ai6(chunk)) is not None]
+        client = client_for(ai_sdk)  # a recording made for ai 7, sent as this client reads it
+        chunks = [(t, c) for t, chunk in chunks if (c := downgraded(chunk, client)) is not None]
         return Replay(chosen.name, chunks)
 
     def _no_message(self, text: str) -> str:
@@ -248,16 +250,3 @@ def _as_copy(chunk: dict[str, Any], copy: int) -> dict[str, Any]:
     return {
         k: _copied(v, copy) if k in _ID_KEYS and isinstance(v, str) else v for k, v in chunk.items()
     }
-
-
-def _for_ai6(chunk: dict[str, Any]) -> dict[str, Any] | None:
-    """A chunk of a recording made for ai 7, as an ai 6 client accepts it (docs/adr/0023):
-    without what only ai 7 knows; None to leave it out."""
-    kind = chunk.get("type")
-    if kind == "tool-approval-response":
-        return None
-    if kind == "finish" and chunk.get("finishReason") == "interrupted":
-        return {**chunk, "finishReason": "other"}
-    if kind == "text-end" and "citations" in chunk:
-        return {k: v for k, v in chunk.items() if k != "citations"}
-    return chunk

@@ -11,7 +11,8 @@ from google.genai import types
 
 from adk_stream_protocol.foundation.errors import RequestError
 from adk_stream_protocol.protocol.inputs import browser_result, is_voice_turn, user_content
-from adk_stream_protocol.protocol.ui_messages import AnyToolUIPart, UIMessage
+from adk_stream_protocol.protocol.parts.tools import AnyToolUIPart
+from adk_stream_protocol.protocol.ui_messages import UIMessage
 
 
 def message(*parts: dict[str, Any], role: str = "user") -> UIMessage:

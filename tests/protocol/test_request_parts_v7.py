@@ -26,14 +26,11 @@ from adk_stream_protocol.demo.tools import ApprovalLongRunningFunctionTool
 from adk_stream_protocol.foundation.errors import RequestError
 from adk_stream_protocol.foundation.limits import RequestLimits
 from adk_stream_protocol.foundation.settings import Settings
-from adk_stream_protocol.protocol.ui_messages import (
-    CustomUIPart,
-    FileUIPart,
-    ReasoningFileUIPart,
-    SteeringMessageUIPart,
-    TextUIPart,
-    parse_chat_request,
-)
+from adk_stream_protocol.protocol.parts.custom import CustomUIPart
+from adk_stream_protocol.protocol.parts.files import FileUIPart, ReasoningFileUIPart
+from adk_stream_protocol.protocol.parts.steering import SteeringMessageUIPart
+from adk_stream_protocol.protocol.parts.text import TextUIPart
+from adk_stream_protocol.protocol.ui_messages import parse_chat_request
 from adk_stream_protocol.store.history import STEERING_IDS_KEY
 from tests.ai7_socket import V7Socket
 from tests.support import (

@@ -1,40 +1,22 @@
-"""Audio, images and spoken words in a response: inline data as chunks, and the transcripts of
-a live run.
-
-Inline data becomes a ``file`` part with a ``data:`` URL, except raw PCM audio, which is not a
-playable file and goes out as a transient ``data-pcm`` part the page plays. On ``/live`` the
-user's words (input transcription) become a ``data-transcript`` part, and the words of a spoken
-answer (output transcription) are the assistant's text.
+"""Spoken words in a response on a live run: the user's words (input transcription) become a
+``data-transcript`` part, and the words of a spoken answer (output transcription) are the
+assistant's text, streamed as text blocks (``parts/text.py``).
 """
 
 from __future__ import annotations
 
-import base64
-
 from google.genai import types
 
-from adk_stream_protocol.protocol.blocks import ResponseBlocks
-from adk_stream_protocol.protocol.chunks import BaseChunk, DataChunk, FileChunk
-from adk_stream_protocol.protocol.event_values import pcm_rate
-
-
-def inline_data_chunk(blob: types.Blob) -> BaseChunk:
-    mime = blob.mime_type or "application/octet-stream"
-    encoded = base64.b64encode(blob.data or b"").decode("ascii")
-    if mime.startswith("audio/pcm"):
-        # Raw PCM is not a playable file: the client consumes it as transient data.
-        return DataChunk(
-            type="data-pcm",
-            data={"data": encoded, "mediaType": mime, "sampleRate": pcm_rate(mime)},
-            transient=True,
-        )
-    return FileChunk(url=f"data:{mime};base64,{encoded}", media_type=mime)
+from adk_stream_protocol.protocol.chunks import BaseChunk, DataChunk
+from adk_stream_protocol.protocol.parts.steps import ResponseSteps
+from adk_stream_protocol.protocol.parts.text import ResponseBlocks
 
 
 class LiveTranscripts:
     """The transcriptions of one response on a live run."""
 
-    def __init__(self, blocks: ResponseBlocks) -> None:
+    def __init__(self, steps: ResponseSteps, blocks: ResponseBlocks) -> None:
+        self._steps = steps
         self._blocks = blocks
         self._heard = ""  # the user's words in this response
         self._answer_streamed = False
@@ -66,12 +48,12 @@ class LiveTranscripts:
         text = transcription.text or ""
         if partial:
             if text:
-                self._blocks.ensure_step(out)
+                self._steps.ensure(out)
                 self._blocks.text_delta(text, out)
                 self._answer_streamed = True
             return
         if text and not self._answer_streamed:
-            self._blocks.ensure_step(out)
+            self._steps.ensure(out)
             self._blocks.text_delta(text, out)
         self._answer_streamed = False
         out.extend(self._blocks.close())

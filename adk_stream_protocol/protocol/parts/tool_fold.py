@@ -1,12 +1,11 @@
 """How the tool chunks of a response change the response message's tool parts, as the AI SDK
-client's ``processUIMessageStream`` does (``updateToolPart`` / ``updateDynamicToolPart``),
-for the message fold (``message_fold.py``).
+client's ``processUIMessageStream`` does (``updateToolPart`` / ``updateDynamicToolPart``): the
+fold of the tool kind (``tools.py``).
 
 A call's part is ``tool-<name>`` (or ``dynamic-tool`` with ``toolName``), found in the
 current step first. Undefined fields leave no key: a part's JSON holds only what was set.
-ai 6 and 7 differ in ``tool-input-error`` (ai 6 keeps the unparsed input as ``rawInput``), in
-the approval's fields (ai 7's ``requestReason``, ``isAutomatic``) and in
-``tool-approval-response`` (ai 7 only).
+Where the clients differ (``tool-input-error``'s input, the approval's ``requestReason`` and
+``isAutomatic``, a partial input's reading) the client's table says (``clients.py``).
 """
 
 from __future__ import annotations
@@ -15,17 +14,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from adk_stream_protocol.protocol.message_parts import (
+from adk_stream_protocol.protocol.clients import AiSdkClient
+from adk_stream_protocol.protocol.partial_json import NO_VALUE, parse_partial_json
+from adk_stream_protocol.protocol.parts.base import (
     ABSENT,
+    Part,
     Refused,
     chunk_id,
     given,
     put,
     step_parts,
 )
-from adk_stream_protocol.protocol.partial_json import NO_VALUE, parse_partial_json
-
-Part = dict[str, Any]
 
 _RESULT_STATES = ("output-available", "output-error")
 
@@ -61,9 +60,9 @@ def _tool_name(part: Mapping[str, Any]) -> Any:
 class ToolParts:
     """The tool parts of one response message."""
 
-    def __init__(self, message: Part, ai_sdk: int) -> None:
+    def __init__(self, message: Part, client: AiSdkClient) -> None:
         self.message = message
-        self.ai_sdk = ai_sdk
+        self.client = client
         self.partial_calls: dict[str, PartialCall] = {}
         # A continued message's calls still streaming their input go on streaming it.
         for part in step_parts(message):
@@ -131,7 +130,7 @@ class ToolParts:
         if call.input_encoding == "text":
             value: Any = call.text
         else:
-            value = parse_partial_json(call.text, ai_sdk=self.ai_sdk)
+            value = parse_partial_json(call.text, self.client)
         fields = {
             "toolName": call.tool_name,
             "inputEncoding": call.input_encoding,
@@ -154,9 +153,9 @@ class ToolParts:
         dynamic = existing["type"] == "dynamic-tool" if existing else bool(chunk.get("dynamic"))
         fields = _pick(chunk, "toolName", "errorText", "providerExecuted", "providerMetadata")
         fields["toolMetadata"] = chunk.get("toolMetadata", ABSENT)
-        if dynamic or self.ai_sdk >= 7:
+        if dynamic or not self.client.input_error_raw_input:
             fields["input"] = chunk.get("input", ABSENT)
-        else:  # ai 6: the input that failed to parse is kept raw
+        else:  # the input that failed to parse is kept raw
             fields.update(input=ABSENT, rawInput=chunk.get("input", ABSENT))
         self._update(call_id, "output-error", fields, dynamic=dynamic)
 
@@ -167,9 +166,9 @@ class ToolParts:
             approval["descriptor"] = chunk["approvalDescriptor"]
         if "inputSchemaInput" in chunk:
             approval["inputSchemaInput"] = chunk["inputSchemaInput"]
-        if self.ai_sdk >= 7 and given(chunk.get("reason")):
+        if self.client.approval_request_reason and given(chunk.get("reason")):
             approval["requestReason"] = chunk["reason"]
-        if self.ai_sdk >= 7 and chunk.get("isAutomatic") is True:
+        if self.client.approval_request_reason and chunk.get("isAutomatic") is True:
             approval["isAutomatic"] = True
         if given(chunk.get("signature")):
             approval["signature"] = chunk["signature"]
