@@ -1,4 +1,4 @@
-"""Targets shared by the whole run (tests/support.py says what a target is).
+"""Targets shared by the whole run (tests/support/rig.py says what a target is).
 
 - ``app``: the app with the default settings, in this process (most endpoint tests);
 - ``server``: ``server:app`` under uvicorn in a subprocess, as deployed: the one server for
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.services import (  # noqa: F401 - fixtures of the tests that need PostgreSQL or Redis
+from tests.support.services import (  # noqa: F401 - fixtures of the tests that need PostgreSQL or Redis
     new_postgres_database,
     postgres_url,
     redis_cluster_url,
@@ -28,7 +28,7 @@ from tests.services import (  # noqa: F401 - fixtures of the tests that need Pos
 
 # Imported where used: under pytest-xdist the controller loads this file too, and runs no test.
 if TYPE_CHECKING:
-    from tests.support import InProcessApp, LiveServer, ServerPool, Target
+    from tests.support.rig import InProcessApp, LiveServer, ServerPool, Target
 
 AUDIO = {"ADK_STREAM_LIVE_MODALITY": "AUDIO"}
 
@@ -89,7 +89,7 @@ def _unique_node_ids(items: list[pytest.Item]) -> None:
 def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessApp]:
     """The app with the default settings in this process: real ADK runner, offline demo
     model, SQLite store."""
-    from tests.support import in_process_app
+    from tests.support.rig import in_process_app
 
     with in_process_app(tmp_path_factory.mktemp("app")) as target:
         yield target
@@ -98,7 +98,7 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessApp]:
 @pytest.fixture(scope="session")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """The real app under uvicorn: real ADK runner, offline demo model, SQLite store."""
-    from tests.support import run_server
+    from tests.support.rig import run_server
 
     with run_server(tmp_path_factory.mktemp("server")) as live:
         yield live
@@ -108,7 +108,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
 def servers(
     tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> Iterator[ServerPool]:
-    from tests.support import ServerPool
+    from tests.support.rig import ServerPool
 
     pool = ServerPool(tmp_path_factory, request)
     yield pool

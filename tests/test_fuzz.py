@@ -60,7 +60,7 @@ from adk_stream_protocol.protocol.ui_messages import (
 )
 from adk_stream_protocol.server.app import create_app
 from adk_stream_protocol.transports.live_frames import parse_frame, read_frame
-from tests.support import (
+from tests.support.rig import (
     LiveServer,
     SocketClosed,
     StreamResult,

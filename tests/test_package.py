@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support import (
+from tests.support.rig import (
     ROOT,
     LiveServer,
     chat_body,

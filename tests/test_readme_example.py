@@ -36,7 +36,7 @@ from fastapi import FastAPI
 from google.adk.agents import LlmAgent
 
 from adk_stream_protocol.testing import ScriptedLlm, call, serve_agent
-from tests.support import ROOT
+from tests.support.rig import ROOT
 
 README = ROOT / "README.md"
 PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```$", re.DOTALL | re.MULTILINE)

@@ -39,7 +39,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support import HTTP_TIMEOUT, ROOT, LiveServer, run_server
+from tests.support.rig import HTTP_TIMEOUT, ROOT, LiveServer, run_server
 
 README = ROOT / "README.md"
 # Where the README's examples say the server is (`scripts/serve`'s address).

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from tests.real_client import V7, checked, client_job, run_real_client
-from tests.support import LiveServer, ServerPool, chat_body, streaming
+from tests.support.real_client import V7, checked, client_job, run_real_client
+from tests.support.rig import LiveServer, ServerPool, chat_body, streaming
 
-AGENT = "tests.continuation_agent:root_agent"
+AGENT = "tests.support.agents.continuation:root_agent"
 LOCATION = {"latitude": 35.6762, "longitude": 139.6503}
 
 # (client, over ai 7's socket): the socket is ai 7's.

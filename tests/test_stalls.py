@@ -1,6 +1,7 @@
 """A stalled instance (SIGSTOP, past its chat lease) that wakes after another instance took the
 chat: it must not start the tool the other one runs (docs/adr/0032). Two real uvicorn
-instances on PostgreSQL and Redis (tests/services.py), the agent of tests/crash_agent.py.
+instances on PostgreSQL and Redis (tests/support/services.py), the agent of
+tests/support/agents/crash.py.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.support import run_server, stream_result
+from tests.support.rig import run_server, stream_result
 from tests.test_crashes import AGENT, Chat
 
 LEASE_TTL_SECONDS = 2.0

@@ -3,7 +3,7 @@ every transport"): parallel calls that write state, sub-agents with ``transfer_t
 ``AgentTool`` with an ``output_schema``, callbacks that replace a result or answer a call
 themselves, artifacts, and state the tools keep and the agent checks. Each test runs on ``POST
 /stream``, ai 7's socket on ``/live`` and ``/live?chatId=``, through the real app and ADK Runner
-with scripted models (tests/sample_agents.py)."""
+with scripted models (tests/support/agents/samples.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 from google.adk.agents import LlmAgent
 
 from adk_stream_protocol.testing import AgentClient, ChatResponse, serve_agent, settings_for_tests
-from tests.sample_agents import (
+from tests.support.agents.samples import (
     REPORT,
     Ledger,
     counter_agent,
@@ -24,7 +24,7 @@ from tests.sample_agents import (
     shop_agent,
     travel_agent,
 )
-from tests.table_chat import TRANSPORTS, TableChat
+from tests.support.table_chat import TRANSPORTS, TableChat
 
 EVERY_TRANSPORT = pytest.mark.parametrize("transport", TRANSPORTS)
 

@@ -2,7 +2,7 @@
 transactions run on a cluster; signals cross its nodes; a server on one answers and resumes.
 
 The cluster is three real ``redis-server`` nodes this run starts (``redis_cluster_url`` in
-tests/services.py; skipped with the reason where ``redis-server`` is absent, failed in CI).
+tests/support/services.py; skipped with the reason where ``redis-server`` is absent, failed in CI).
 The coordination's contract runs on it too, in ``test_coordination.py``.
 """
 
@@ -29,7 +29,14 @@ from adk_stream_protocol.coordination.redis.coordination import (
 )
 from adk_stream_protocol.coordination.redis.signals import RedisKeys
 from tests.coordination.test_coordination import Listener, Reader, read_all
-from tests.support import chat_body, post_stream, run_server, stream_result, streaming, user_message
+from tests.support.rig import (
+    chat_body,
+    post_stream,
+    run_server,
+    stream_result,
+    streaming,
+    user_message,
+)
 
 CHAT: ChatKey = ("user:1/ü*?[x]{tag}", "chat-{1}")  # braces, as a hash tag would have them
 CHATS: list[ChatKey] = [CHAT, ("local-user", "chat-1"), ("a:b", "c"), ("a", "b:c"), ("", "x")]
@@ -234,7 +241,7 @@ def test_a_server_on_the_cluster_answers_and_resumes(
         "ADK_STREAM_REDIS_KEY_PREFIX": f"test-{uuid.uuid4().hex[:8]}",
         "ADK_STREAM_RESUMABLE_STREAMS": "true",
         "ADK_STREAM_LEASE_TTL_SECONDS": "2",
-        "ADK_STREAM_AGENT": "tests.agents:slow_live_agent",
+        "ADK_STREAM_AGENT": "tests.support.agents.tools:slow_live_agent",
     }
     with run_server(tmp_path, env) as server:
         assert "coordination=redis-cluster" in server.log()

@@ -22,13 +22,13 @@ from google.adk.events import Event
 
 from adk_stream_protocol.foundation.outages import RESULTS_WAITING_MESSAGE
 from tests import test_scale_out as scale_out
-from tests.faults.checks import OUTAGE_WARNING, LogWindow, assert_ends, errors_of
 from tests.faults.conftest import server_env
-from tests.faults.stores import PrivatePostgres, PrivateRedis
-from tests.support import LiveServer, run_server, sse_payloads, stream_result
+from tests.support.faults.checks import OUTAGE_WARNING, LogWindow, assert_ends, errors_of
+from tests.support.faults.stores import PrivatePostgres, PrivateRedis
+from tests.support.rig import LiveServer, run_server, sse_payloads, stream_result
 from tests.test_crashes import Chat, tool_outcomes
 
-APP_NAME = "crashes"  # tests/crash_agent.py
+APP_NAME = "crashes"  # tests/support/agents/crash.py
 DOWN_SECONDS = 2.0
 SAVED_WITHIN_SECONDS = 8.0
 
@@ -48,7 +48,7 @@ def payments_env(
 ) -> dict[str, str]:
     return {
         **server_env(postgres, redis_store),
-        "ADK_STREAM_AGENT": "tests.crash_agent:app",
+        "ADK_STREAM_AGENT": "tests.support.agents.crash:app",
         "CRASH_LEDGER": str(ledger),
         "RESULT_READY": str(ready),
         "RESULT_WAIT": "1",

@@ -9,9 +9,9 @@ from __future__ import annotations
 import time
 import uuid
 
-from tests.faults.checks import LogWindow, assert_ends, back_within, errors_of
-from tests.faults.stores import PrivatePostgres
-from tests.support import LiveServer, LiveSocket, chat_body, streaming, user_message
+from tests.support.faults.checks import LogWindow, assert_ends, back_within, errors_of
+from tests.support.faults.stores import PrivatePostgres
+from tests.support.rig import LiveServer, LiveSocket, chat_body, streaming, user_message
 
 # The tests' agent answers "think <s>" after that long, and runs "slow <s>" as a tool.
 MIDWAY_SECONDS = 0.6

@@ -17,8 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from tests.ai7_socket import V7Socket
-from tests.faults.checks import (
+from tests.support.ai7_socket import V7Socket
+from tests.support.faults.checks import (
     LogWindow,
     assert_answered_or_unavailable,
     assert_ends,
@@ -26,8 +26,8 @@ from tests.faults.checks import (
     back_within,
     errors_of,
 )
-from tests.faults.stores import PrivatePostgres, PrivateRedis
-from tests.support import (
+from tests.support.faults.stores import PrivatePostgres, PrivateRedis
+from tests.support.rig import (
     HandshakeRefused,
     LiveServer,
     LiveSocket,

@@ -25,8 +25,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.ai7_socket import V7Socket
-from tests.support import (
+from tests.support.ai7_socket import V7Socket
+from tests.support.rig import (
     ROOT,
     InProcessApp,
     LiveSocket,
@@ -40,7 +40,9 @@ from tests.support import (
 )
 from tests.transports.test_live_endpoint import LiveChat
 
-AGENT = "tests.agents:root_agent"  # "transfer 500" asks for approval, "explode" raises
+AGENT = (
+    "tests.support.agents.tools:root_agent"  # "transfer 500" asks for approval, "explode" raises
+)
 PAYMENT = "Send 50 dollars to Hanako"
 
 
@@ -337,7 +339,7 @@ def test_an_approval_that_times_out_is_counted_as_such(tmp_path: Any) -> None:
 def test_refused_requests_are_counted_by_status(tmp_path: Any) -> None:
     """Requests refused before a response began: no response, but what an operator watches
     for (bad input, busy chats, load shed at the response limit)."""
-    agent = "tests.agents:root_agent"  # its `slow N` holds a response open
+    agent = "tests.support.agents.tools:root_agent"  # its `slow N` holds a response open
     with in_process_app(tmp_path, metrics=True, max_concurrent_responses=1, agent=agent) as target:
         assert target.http.post("/stream", json={"id": "c1", "messages": []}).status_code == 422
         plain = {"content-type": "text/plain"}

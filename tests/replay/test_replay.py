@@ -1,7 +1,7 @@
 """Replay (docs/adr/0026): ``create_replay_app`` serves the recordings of the real app on
 ``POST /stream`` and both ``/live`` protocols, with no agent; in this process.
 
-The recordings come from the real app (``tests/recordings.py``); a few tests add files made
+The recordings come from the real app (``tests/support/recordings.py``); a few tests add files made
 by hand, in the same format, where they need times or chunks a demo answer does not have.
 """
 
@@ -21,9 +21,9 @@ from starlette.testclient import TestClient
 
 from adk_stream_protocol import Settings
 from adk_stream_protocol.replay.app import create_replay_app
-from tests.ai7_socket import V7Socket
-from tests.recordings import PAYMENT, WEATHER, Recorded, new_chat, record_demo_conversations
-from tests.support import (
+from tests.support.ai7_socket import V7Socket
+from tests.support.recordings import PAYMENT, WEATHER, Recorded, new_chat, record_demo_conversations
+from tests.support.rig import (
     PLAYGROUND_DIST,
     InProcessApp,
     LiveSocket,

@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 
 from adk_stream_protocol.server.backends import MissingExtraError
-from tests.support import ROOT, stop_process
+from tests.support.rig import ROOT, stop_process
 
 OPTIONAL_CLIENTS = ("asyncpg", "sqlalchemy", "greenlet", "redis", "prometheus_client")
 

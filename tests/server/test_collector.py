@@ -6,7 +6,7 @@ from __future__ import annotations
 import gc
 from pathlib import Path
 
-from tests.support import chat_body, in_process_app, post_stream, user_message
+from tests.support.rig import chat_body, in_process_app, post_stream, user_message
 
 
 def test_a_running_app_freezes_start_up_and_collects_the_young_less_often(

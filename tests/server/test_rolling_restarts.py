@@ -22,8 +22,8 @@ import httpx
 import pytest
 
 from adk_stream_protocol.turns.drain import REFUSAL_TEXT, RESTART_TEXT
-from tests.payments_agent import LEDGER_ENV, TOOL_SECONDS
-from tests.support import (
+from tests.support.agents.payments import LEDGER_ENV, TOOL_SECONDS
+from tests.support.rig import (
     LiveServer,
     LiveSocket,
     SocketClosed,
@@ -38,10 +38,13 @@ from tests.support import (
     user_message,
 )
 
-TOOLS = {"ADK_STREAM_AGENT": "tests.agents:root_agent", "ADK_STREAM_KEEP_ALIVE_SECONDS": "0.5"}
+TOOLS = {
+    "ADK_STREAM_AGENT": "tests.support.agents.tools:root_agent",
+    "ADK_STREAM_KEEP_ALIVE_SECONDS": "0.5",
+}
 # The same tools, and on /live a model that answers at a pace a test can act within.
-LIVE = {**TOOLS, "ADK_STREAM_AGENT": "tests.agents:slow_live_agent"}
-PAYMENTS = {"ADK_STREAM_AGENT": "tests.payments_agent:root_agent"}
+LIVE = {**TOOLS, "ADK_STREAM_AGENT": "tests.support.agents.tools:slow_live_agent"}
+PAYMENTS = {"ADK_STREAM_AGENT": "tests.support.agents.payments:root_agent"}
 UVICORN = ["--timeout-graceful-shutdown", "45"]
 
 
@@ -177,7 +180,7 @@ def test_a_restart_hands_a_live_approval_over_to_the_next_instance(tmp_path: Pat
     """A ``/live?chatId=`` socket whose approval waits is closed with 1012 by the drain: it
     hands the approval over to the chat's session (docs/adr/0047), so the instance started
     next on the same store shows it waiting and runs the tool once with the answer."""
-    bank = {"ADK_STREAM_AGENT": "tests.sample_agents:served_bank"}
+    bank = {"ADK_STREAM_AGENT": "tests.support.agents.samples:served_bank"}
     chat = new_chat("live-restart-approval")
     ask = user_message("send 50 to Ana", "u1")
     with run_server(tmp_path, bank, uvicorn_args=UVICORN) as first:

@@ -1,6 +1,6 @@
 """The chat index (store/chats.py, store/chat_tables.py; docs/adr/0043): each contract test runs
-on the three implementations, in memory, on SQLite and on a real PostgreSQL (tests/services.py:
-skipped, saying why, without one). What races between processes do is in
+on the three implementations, in memory, on SQLite and on a real PostgreSQL
+(tests/support/services.py: skipped, saying why, without one). What races between processes do is in
 test_chat_index_races.py."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Chat sessions on a real PostgreSQL (tests/services.py; skipped, saying why, without one):
+"""Chat sessions on a real PostgreSQL (tests/support/services.py; skipped, saying why, without one):
 ADK's tables created once by processes starting together, a new chat opened by two
 processes at once, and a turn that one instance starts and another continues.
 
@@ -32,7 +32,7 @@ from adk_stream_protocol.store.sessions import (
     asyncpg_url,
     create_session_service,
 )
-from tests.support import (
+from tests.support.rig import (
     ROOT,
     answer_approvals,
     assistant_message,

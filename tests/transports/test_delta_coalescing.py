@@ -25,7 +25,7 @@ from adk_stream_protocol.transports.stream import QueueSink
 from adk_stream_protocol.turns.delta_coalescing import DeltaCoalescer
 from adk_stream_protocol.turns.response import Response, UnloggedResponse
 from bench.agent import long_answer, long_prompt
-from tests.support import (
+from tests.support.rig import (
     InProcessApp,
     LiveSocket,
     StreamResult,

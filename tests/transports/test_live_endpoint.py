@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import (
+from tests.support.rig import (
     InProcessApp,
     LiveServer,
     LiveSocket,

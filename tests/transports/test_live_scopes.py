@@ -22,7 +22,7 @@ from adk_stream_protocol.coordination.local import LocalChatLeases, LocalChunkLo
 from adk_stream_protocol.foundation.settings import Settings
 from adk_stream_protocol.protocol.tool_calls import DISCONNECTED_RESULT
 from adk_stream_protocol.turns.bridge import Bridge, bridge_of
-from tests.support import chat_body, user_message
+from tests.support.rig import chat_body, user_message
 
 USER = "local-user"
 
@@ -113,7 +113,7 @@ def test_a_live_run_that_cannot_start_answers_the_first_message_with_an_error() 
     # This agent's model has no live connection. The run starts (and fails) when the socket
     # opens; the first message still gets the failure as its response's error, then the
     # socket closes with 1011, as when the run starts with the message.
-    from tests.agents import root_agent
+    from tests.support.agents.tools import root_agent
 
     settings = Settings(
         session_store="memory://", playground_dir=None, trusted_hosts=["testserver"]

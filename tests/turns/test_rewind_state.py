@@ -24,7 +24,7 @@ from adk_stream_protocol.server.app import create_app
 from adk_stream_protocol.store.sessions import create_session_service
 from adk_stream_protocol.testing import ScriptedLlm, call
 from adk_stream_protocol.turns.bridge import bridge_of
-from tests.support import (
+from tests.support.rig import (
     InProcessApp,
     StreamResult,
     app_settings,

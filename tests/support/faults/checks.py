@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 
-from tests.support import LiveServer, sse_payloads
+from tests.support.rig import LiveServer, sse_payloads
 
 # The statuses a client may see during an outage: an answer, nothing to resume, a busy chat,
 # or "try again" (with Retry-After). Never a 500.

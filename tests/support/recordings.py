@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.ai7_socket import V7Socket
-from tests.support import (
+from tests.support.ai7_socket import V7Socket
+from tests.support.rig import (
     LiveSocket,
     StreamResult,
     answer_approvals,

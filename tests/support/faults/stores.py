@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.services import unavailable
+from tests.support.services import unavailable
 
 START_TIMEOUT_SECONDS = 20.0
 

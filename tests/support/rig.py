@@ -53,7 +53,7 @@ from adk_stream_protocol.store.history import is_user_turn, live_events
 from adk_stream_protocol.testing import answer_approvals as answer_approvals
 from adk_stream_protocol.testing import sse_payloads as sse_payloads
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # The built playground, which every test app serves at `/` (the default, whatever the
 # environment says).
 PLAYGROUND_DIST = ROOT / "playground" / "dist"
