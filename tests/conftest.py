@@ -11,12 +11,14 @@
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from tests.support import tiers
 from tests.support.services import (  # noqa: F401 - fixtures of the tests that need PostgreSQL or Redis
     new_postgres_database,
     postgres_url,
@@ -29,6 +31,13 @@ from tests.support.services import (  # noqa: F401 - fixtures of the tests that 
 # Imported where used: under pytest-xdist the controller loads this file too, and runs no test.
 if TYPE_CHECKING:
     from tests.support.rig import InProcessApp, LiveServer, ServerPool, Target
+
+# Apps in this process leave the collector as it is. At start an app collects all the process
+# holds, then freezes it (adk_stream_protocol/server/collector.py): in a test process, pytest's,
+# the fuzzers' and every earlier test's objects, about 0.3 s of CPU an app, which was most of the
+# fast tier's CPU. tests/server/test_collector.py tests the setting itself; servers in
+# subprocesses (rig.run_server) keep the default, as deployed.
+os.environ.setdefault("ADK_STREAM_GC_FREEZE", "false")
 
 AUDIO = {"ADK_STREAM_LIVE_MODALITY": "AUDIO"}
 
@@ -66,6 +75,12 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             return scope
 
     return PrefixGroupScheduling(config, log)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A plugin rather than this file's hooks: a conftest's hooks do not see the set-up of
+    # session-scoped fixtures (their node is the session, outside tests/).
+    config.pluginmanager.register(tiers.TierPlugin(), "tiers")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

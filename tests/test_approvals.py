@@ -463,6 +463,7 @@ def test_streaming_intermediate_results_when_configured(streaming_app: InProcess
     assert chat.wallet() == 970
 
 
+@pytest.mark.out_of_process  # the real AI SDK client, in Node
 @pytest.mark.parametrize("client", CLIENTS)
 def test_stock_client_with_streamed_intermediate_results(servers: ServerPool, client: str) -> None:
     report = drive(

@@ -33,6 +33,8 @@ from tests.support.rig import (
     user_message,
 )
 
+pytestmark = pytest.mark.out_of_process  # uvicorn processes that crash, and the next ones
+
 AGENT = "tests.support.agents.crash:app"
 
 

@@ -62,6 +62,7 @@ def test_a_sub_agent_naming_the_offline_model_answers(unregistered: None) -> Non
     assert "Tokyo" in answer.text
 
 
+@pytest.mark.out_of_process  # uvicorn in a fresh process
 def test_the_agent_setting_serves_an_own_agent_on_the_offline_model(tmp_path: Path) -> None:
     """`uvicorn server:app` in a fresh process, where nothing registered the model before."""
     env = {"ADK_STREAM_AGENT": "tests.support.agents.tools:offline_agent"}

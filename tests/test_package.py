@@ -31,6 +31,8 @@ from tests.support.rig import (
     wait_until_healthy,
 )
 
+pytestmark = pytest.mark.out_of_process  # builds the package and runs its command in a virtualenv
+
 BUILD_TIMEOUT = 600
 AGENT = """
 from google.adk.agents import Agent

@@ -23,6 +23,8 @@ from tests.support.real_client import (
 )
 from tests.support.rig import LiveServer
 
+pytestmark = pytest.mark.out_of_process  # the real AI SDK client, in Node
+
 PAYMENT: list[dict[str, Any]] = [
     {"action": "send", "text": "Send 50 dollars to Hanako"},
     {"action": "approve", "approved": True},

@@ -18,6 +18,8 @@ from tests.support.real_client import (
 )
 from tests.support.rig import LiveServer, ServerPool
 
+pytestmark = pytest.mark.out_of_process  # the real AI SDK client, in Node
+
 LOCATION = {"latitude": 35.6762, "longitude": 139.6503, "accuracy": 20}
 ANSWER = "You are at latitude 35.6762, longitude 139.6503."
 REPEATS = 50

@@ -28,6 +28,8 @@ from tests.support.real_client import (
 )
 from tests.support.rig import LiveServer, ServerPool, chat_body, streaming, user_message
 
+pytestmark = pytest.mark.out_of_process  # the real AI SDK client, in Node
+
 TEST_AGENT = {"ADK_STREAM_AGENT": "tests.support.agents.tools:root_agent"}
 RESUMABLE_TEST_AGENT = {**TEST_AGENT, "ADK_STREAM_RESUMABLE_STREAMS": "true"}
 

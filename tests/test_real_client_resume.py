@@ -20,6 +20,8 @@ import pytest
 from tests.support.real_client import V7, checked, client_job, run_real_client
 from tests.support.rig import LiveServer, ServerPool, chat_body, streaming
 
+pytestmark = pytest.mark.out_of_process  # the real AI SDK client, in Node
+
 AGENT = "tests.support.agents.continuation:root_agent"
 LOCATION = {"latitude": 35.6762, "longitude": 139.6503}
 

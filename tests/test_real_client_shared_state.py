@@ -14,6 +14,8 @@ from tests.support.agents.state import STOCK_KEY
 from tests.support.real_client import V7, assistant_messages, drive
 from tests.support.rig import ServerPool
 
+pytestmark = pytest.mark.out_of_process  # the real AI SDK client, in Node
+
 STATE_AGENT = {"ADK_STREAM_AGENT": "tests.support.agents.state:root_agent"}
 TRANSFER_AGENT = {"ADK_STREAM_AGENT": "tests.support.agents.transfer:root_agent"}
 # (client, live): ai 6.0.25 and ai 7, each on /stream and on /live.

@@ -37,6 +37,8 @@ from tests.support.real_client import (
 )
 from tests.support.rig import ServerPool
 
+pytestmark = pytest.mark.out_of_process  # the real AI SDK clients (Node) against uvicorn
+
 CATALOGUE = Path(__file__).resolve().parent.parent / "scenarios" / "catalogue"
 TRANSPORTS = ("stream", "live")
 # Client 7 on live: ai 7's own WebSocketChatTransport, and/or ours.

@@ -184,6 +184,7 @@ def _runs_before_and_after_a_provider(environment: dict[str, str]) -> dict[str, 
     return found
 
 
+@pytest.mark.out_of_process  # a Python of its own per run
 def test_a_run_nothing_observes_gets_the_cheapest_switches_and_one_observed_the_resolved(
     environment: pytest.MonkeyPatch,
 ) -> None:

@@ -389,6 +389,7 @@ def test_metrics_are_off_by_default(app: InProcessApp) -> None:
     assert app.http.get("/metrics").status_code == 404
 
 
+@pytest.mark.out_of_process  # README's snippet in a Python of its own
 def test_the_readmes_tracing_setup_runs() -> None:
     """README's snippet, run as written in a Python of its own (it sets the global provider)."""
     section = (ROOT / "README.md").read_text(encoding="utf-8").split("## Traces and metrics")[1]

@@ -30,6 +30,8 @@ from tests.support.real_client import V7, client_job, run_real_clients, start_jo
 from tests.support.rig import ServerPool
 from tests.test_scenarios import load_scenarios, runs
 
+pytestmark = pytest.mark.out_of_process  # the real AI SDK clients and fold-check.mjs, in Node
+
 NEW_ID = "new-message-id"  # the id fold-check.mjs's chat gives a new message
 
 

@@ -30,6 +30,8 @@ from tests.support.rig import (
     serve_app_in_thread,
 )
 
+pytestmark = pytest.mark.out_of_process  # the real AI SDK client, in Node
+
 # (client, over ai 7's own WebSocket transport on /live)
 CLIENTS = [("6.0.25", False), (V7, False), (V7, True)]
 

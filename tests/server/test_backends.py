@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from adk_stream_protocol.server.backends import MissingExtraError
 from tests.support.rig import ROOT, stop_process
@@ -68,6 +69,7 @@ def test_the_message_installs_the_extra_from_a_checkout() -> None:
     assert_names_the_extra(str(error), "redis")
 
 
+@pytest.mark.out_of_process  # a Python process without the optional clients
 def test_postgres_store_without_its_driver_names_the_postgres_extra(tmp_path: Path) -> None:
     store = "postgresql+asyncpg://app@127.0.0.1:1/chats"  # never reached
     output = refused_start(
@@ -78,6 +80,7 @@ def test_postgres_store_without_its_driver_names_the_postgres_extra(tmp_path: Pa
     assert_names_the_extra(output, "postgres")
 
 
+@pytest.mark.out_of_process  # a Python process without the optional clients
 def test_libpq_postgres_url_without_its_driver_names_the_postgres_extra(tmp_path: Path) -> None:
     store = "postgres://app@127.0.0.1:1/chats"
     output = refused_start(
@@ -87,6 +90,7 @@ def test_libpq_postgres_url_without_its_driver_names_the_postgres_extra(tmp_path
     assert_names_the_extra(output, "postgres")
 
 
+@pytest.mark.out_of_process  # a Python process without the optional clients
 def test_redis_coordination_without_its_client_names_the_redis_extra(tmp_path: Path) -> None:
     env = {
         "ADK_STREAM_SESSION_STORE": f"sqlite:///{tmp_path / 'sessions.db'}",
@@ -97,6 +101,7 @@ def test_redis_coordination_without_its_client_names_the_redis_extra(tmp_path: P
     assert_names_the_extra(output, "redis")
 
 
+@pytest.mark.out_of_process  # a Python process without the optional clients
 def test_metrics_without_their_client_name_the_metrics_extra(tmp_path: Path) -> None:
     env = {
         "ADK_STREAM_SESSION_STORE": f"sqlite:///{tmp_path / 'sessions.db'}",
@@ -107,6 +112,7 @@ def test_metrics_without_their_client_name_the_metrics_extra(tmp_path: Path) -> 
     assert_names_the_extra(output, "metrics")
 
 
+@pytest.mark.out_of_process  # a Python process without the optional clients
 def test_the_default_stores_need_no_extra(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     env = {"ADK_STREAM_SESSION_STORE": f"sqlite:///{tmp_path / 'sessions.db'}"}

@@ -38,6 +38,8 @@ from tests.support.rig import (
     user_message,
 )
 
+pytestmark = pytest.mark.out_of_process  # uvicorn processes, stopped with SIGTERM
+
 TOOLS = {
     "ADK_STREAM_AGENT": "tests.support.agents.tools:root_agent",
     "ADK_STREAM_KEEP_ALIVE_SECONDS": "0.5",

@@ -50,7 +50,9 @@ def tool(state: str, **fields: Any) -> dict[str, Any]:
     return {"type": "tool-pay", "toolCallId": "call-1", "state": state, "input": {}, **fields}
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
+@pytest.fixture(
+    params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.out_of_process)]
+)
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """The store's URL."""
     if request.param == "memory":

@@ -302,7 +302,10 @@ def run_server(
     """
     sock = listening_socket()
     port = sock.getsockname()[1]
-    full_env = {k: v for k, v in os.environ.items() if k not in _GOOGLE_VARIABLES}
+    # Not the collector setting tests/conftest.py gives the apps of the test process: this
+    # server runs as deployed.
+    inherited = {k: v for k, v in os.environ.items() if k != "ADK_STREAM_GC_FREEZE"}
+    full_env = {k: v for k, v in inherited.items() if k not in _GOOGLE_VARIABLES}
     full_env.update(
         {
             "ADK_STREAM_MODEL": "offline-demo",
