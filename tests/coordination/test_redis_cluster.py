@@ -29,6 +29,7 @@ from adk_stream_protocol.coordination.redis.coordination import (
 )
 from adk_stream_protocol.coordination.redis.signals import RedisKeys
 from tests.coordination.test_coordination import Listener, Reader, read_all
+from tests.coordination.test_redis_coordination import waiting_for_the_chat
 from tests.support.rig import (
     chat_body,
     post_stream,
@@ -175,7 +176,7 @@ async def test_a_lease_released_in_one_process_goes_at_once_to_a_waiter_in_anoth
     assert await store.get(keys.lease(CHAT)) == lease.token.encode()
     assert await second.coordination.leases.try_acquire(CHAT) is None
     waiter = asyncio.create_task(second.coordination.leases.acquire(CHAT, BOUND))
-    await asyncio.sleep(0.05)
+    await waiting_for_the_chat(second)
     assert not waiter.done()
     loop = asyncio.get_running_loop()
     released = loop.time()

@@ -13,6 +13,7 @@ import hashlib
 import re
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -46,6 +47,10 @@ AGENT = (
 PAYMENT = "Send 50 dollars to Hanako"
 
 
+# Told of each span that ends while a test records (what ``finished`` waits on).
+SPAN_ENDED = threading.Condition()
+
+
 class _Recording(SimpleSpanProcessor):
     """Exports only while a test records, so the rest of the process keeps nothing."""
 
@@ -56,6 +61,8 @@ class _Recording(SimpleSpanProcessor):
     def on_end(self, span: ReadableSpan) -> None:
         if self.on:
             super().on_end(span)
+            with SPAN_ENDED:
+                SPAN_ENDED.notify_all()
 
 
 @pytest.fixture(scope="session")
@@ -89,13 +96,12 @@ def hashed(chat_id: str) -> str:
 
 def finished(exporter: InMemorySpanExporter, count: int, name: str) -> list[ReadableSpan]:
     """The spans so far, once ``count`` spans named ``name`` have ended (a run's last spans
-    can end just after its response's last chunk was read)."""
-    deadline = time.monotonic() + 10
-    while True:
-        found = list(exporter.get_finished_spans())
-        if sum(s.name == name for s in found) >= count or time.monotonic() > deadline:
-            return found
-        time.sleep(0.02)
+    can end just after its response's last chunk was read), or after 10 s."""
+    with SPAN_ENDED:
+        SPAN_ENDED.wait_for(
+            lambda: sum(s.name == name for s in exporter.get_finished_spans()) >= count, 10
+        )
+    return list(exporter.get_finished_spans())
 
 
 def ours(found: list[ReadableSpan], chat_id: str, name: str = "adk_stream.response") -> list[Any]:
@@ -325,7 +331,7 @@ def test_an_approval_that_times_out_is_counted_as_such(tmp_path: Any) -> None:
         try:
             chat = LiveChat(live)
             chat.say(PAYMENT)
-            time.sleep(0.6)  # six times the timeout
+            time.sleep(0.6)  # six times the timeout: its lapse is what is counted
             late = chat.answer(True)
         finally:
             live.close()

@@ -11,7 +11,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -19,6 +18,7 @@ import pytest
 
 from adk_stream_protocol.server.backends import MissingExtraError
 from tests.support.rig import ROOT, stop_process
+from tests.support.waiting import wait_until
 
 OPTIONAL_CLIENTS = ("asyncpg", "sqlalchemy", "greenlet", "redis", "prometheus_client")
 
@@ -118,15 +118,15 @@ def test_the_default_stores_need_no_extra(tmp_path: Path) -> None:
     env = {"ADK_STREAM_SESSION_STORE": f"sqlite:///{tmp_path / 'sessions.db'}"}
     process = start_without(OPTIONAL_CLIENTS, env, log)
     try:
-        port = None
-        deadline = time.monotonic() + 60
-        while port is None:
+
+        def running() -> re.Match[str] | None:
             output = log.read_text(errors="replace")
             assert process.poll() is None, output
-            assert time.monotonic() < deadline, output
-            if found := re.search(r"Uvicorn running on http://127\.0\.0\.1:(\d+)", output):
-                port = int(found.group(1))
-            time.sleep(0.05)
+            return re.search(r"Uvicorn running on http://127\.0\.0\.1:(\d+)", output)
+
+        # The port the process chose is in its log, which it writes when it is ready.
+        found = wait_until(running, lambda: log.read_text(errors="replace"), within=60, every=0.05)
+        port = int(found.group(1))
         assert httpx.get(f"http://127.0.0.1:{port}/health", timeout=10).json() == {"status": "ok"}
     finally:
         stop_process(process)

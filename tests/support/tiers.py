@@ -2,16 +2,17 @@
 
 A test is ``out_of_process`` when it needs a process besides the test's own: a subprocess it
 starts (uvicorn, Node, Chromium, a package build, a private PostgreSQL or Redis) or a service
-already running (PostgreSQL, Redis). Every other test is ``fast``: the app in this process
-(Starlette's TestClient, or uvicorn in a thread), the real ADK Runner, the offline model,
-SQLite. ``scripts/test --fast`` runs the ``fast`` ones only.
+already running (PostgreSQL, Redis); or what Node builds, which a fresh machine has only after
+the full set-up. Every other test is ``fast``: the app in this process (Starlette's TestClient,
+or uvicorn in a thread), the real ADK Runner, the offline model, SQLite. ``scripts/test
+--fast`` runs the ``fast`` ones only.
 
 Nobody marks a test ``fast``: tests/conftest.py derives it. A test is ``out_of_process`` by
 - a fixture it uses (``OUT_OF_PROCESS_FIXTURES``, directly or through other fixtures), or a
   parameter that names one (``target`` is ``app`` or ``server``);
 - the ``browser`` marker;
 - ``pytest.mark.out_of_process`` on the test, its module (``pytestmark``) or a parameter,
-  where the test starts the process itself.
+  where the test starts the process itself, or needs what Node builds (the playground's page).
 
 While a ``fast`` test runs (its set-up, call and teardown, in every run, so that CI catches a
 test in the wrong tier), ``ProcessGuard`` refuses to start a process, and a fixture of
