@@ -7,6 +7,9 @@
 - ``servers``: uvicorn servers with other settings (``servers.get(env)``), one per set of
   settings, each served from a thread of this process and shared by every test that asks
   for the same settings; ``audio_server`` is the one with spoken answers on /live.
+
+Each test is ``fast`` or ``out_of_process``, and a fast one that starts a process fails
+(tests/support/tiers.py, registered here).
 """
 
 from __future__ import annotations

@@ -176,7 +176,7 @@ async def test_a_lease_released_in_one_process_goes_at_once_to_a_waiter_in_anoth
     assert await store.get(keys.lease(CHAT)) == lease.token.encode()
     assert await second.coordination.leases.try_acquire(CHAT) is None
     waiter = asyncio.create_task(second.coordination.leases.acquire(CHAT, BOUND))
-    await waiting_for_the_chat(second)
+    await waiting_for_the_chat(second, CHAT)
     assert not waiter.done()
     loop = asyncio.get_running_loop()
     released = loop.time()

@@ -43,10 +43,10 @@ async def within(seconds: float, work: Awaitable[Any]) -> Any:
     return await asyncio.wait_for(work, seconds)
 
 
-async def waiting_for_the_chat(process: RedisCoordination) -> None:
+async def waiting_for_the_chat(process: RedisCoordination, chat: ChatKey = CHAT) -> None:
     """Until a lease waiter of ``process`` listens for the chat's ``freed`` signal, as it does
     when it starts, before its first try (the process's handlers are all that show it)."""
-    channel = process._leases.keys.signal("freed", CHAT)
+    channel = process._leases.keys.signal("freed", chat)
     await until(lambda: channel in process._signals._handlers, "a waiter listening")
 
 
