@@ -1,15 +1,24 @@
 """The package's layout rules (docs/architecture.md, docs/adr/0029): each folder is one layer
-or one seam, imports go down the layers and never back, modules are small, and the
+or one seam, imports go down the layers and never back, functions stay simple, and the
 architecture page names every folder and module of the tree."""
 
 from __future__ import annotations
 
 import ast
+import re
+import tomllib
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "adk_stream_protocol"
 ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
-MAX_LINES = 400
+PYPROJECT = PACKAGE.parent / "pyproject.toml"
+COMPLEXITY_CEILING = 15
+CHECKED = ("adk_stream_protocol", "bench", "tests", "scripts")
+EXEMPT_DEF = re.compile(r"def (\w+)\(.*#\s*noqa:[^#]*\bC901")
+# The functions allowed over the ceiling, each with its reason beside it in the code.
+COMPLEX_BY_DESIGN = {
+    "adk_stream_protocol/protocol/partial_json.py:step",  # fixJson's state machine, as written
+}
 
 # The layers, top first: a folder's modules import their own folder's and those of lower
 # layers only. Folders that share a layer are siblings and never import each other. ""
@@ -159,10 +168,16 @@ def test_the_transports_and_the_core_never_import_the_app() -> None:
     assert importers <= front, importers
 
 
-def test_modules_are_small_or_say_why() -> None:
-    long = []
-    for path in PACKAGE.rglob("*.py"):
-        lines = path.read_text(encoding="utf-8").splitlines()
-        if len(lines) > MAX_LINES and "longer than" not in " ".join(lines[:8]).lower():
-            long.append(f"{path.relative_to(PACKAGE)}: {len(lines)} lines")
-    assert not long
+def test_functions_stay_simple() -> None:
+    """Modules end where their concept ends; what is capped is a function's tangle: ruff's
+    C901 at 15 (pyproject.toml), over which only the functions named here may go."""
+    config = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["tool"]["ruff"]["lint"]
+    assert "C90" in config["select"]
+    assert config["mccabe"]["max-complexity"] == COMPLEXITY_CEILING
+    exempt = set()
+    root = PACKAGE.parent
+    for path in [root / "server.py", *(p for d in CHECKED for p in (root / d).rglob("*.py"))]:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if found := EXEMPT_DEF.search(line):
+                exempt.add(f"{path.relative_to(root)}:{found[1]}")
+    assert exempt == COMPLEX_BY_DESIGN, "a new exception to the complexity ceiling: name it here"

@@ -71,7 +71,7 @@ from .listening import (
     phrase_for_utterance,
 )
 from .live_options import LiveOptions
-from .live_turn import Turn
+from .offline_turn import Turn
 from .replies import Decide, decide_reply_off_loop, within_tools
 from .usage import token_usage
 

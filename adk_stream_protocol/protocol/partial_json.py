@@ -107,7 +107,9 @@ class _Scanner:
     def after_array_value(self, char: str, i: int) -> None:
         self.after_value(char, i, "]", "INSIDE_ARRAY_AFTER_COMMA")
 
-    def step(self, char: str, i: int) -> None:
+    # One branch per state of fixJson's machine, kept as the AI SDK writes it so that the two
+    # can be read side by side: splitting it would hide the correspondence.
+    def step(self, char: str, i: int) -> None:  # noqa: C901
         state = self.stack[-1]
         if state == "ROOT":
             self.value_start(char, i, "FINISH")

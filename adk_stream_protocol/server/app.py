@@ -33,7 +33,7 @@ from adk_stream_protocol.server.collector import tuned_collector
 from adk_stream_protocol.server.draining import ShutdownSignals
 from adk_stream_protocol.store.sessions import store_url
 from adk_stream_protocol.transports.call_results import router as call_results_router
-from adk_stream_protocol.transports.chats import router as chats_router
+from adk_stream_protocol.transports.chat_routes import router as chats_router
 from adk_stream_protocol.transports.live import router as live_router
 from adk_stream_protocol.transports.stream import router as stream_router
 from adk_stream_protocol.turns.bridge import AgentLike, Bridge, bridge_of

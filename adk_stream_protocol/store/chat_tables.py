@@ -4,7 +4,7 @@
 engine (its pool and timeouts), on SQLite through a connection of its own to the same file
 (ADK's SQLite store has no SQLAlchemy, which the default install does not bring). Each
 operation is one SQL statement, the same text on both (upsert, row values, ``CASE``), so each
-is atomic in the database and the rules of ``chats.py`` hold across processes:
+is atomic in the database and the rules of ``chat_index.py`` hold across processes:
 
 - a first write of a chat is ``INSERT … ON CONFLICT DO UPDATE``: two processes make one row;
 - the title is replaced only ``CASE WHEN NOT title_set``: a rename is never lost;
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from google.adk.sessions import BaseSessionService
 
-from adk_stream_protocol.store.chats import (
+from adk_stream_protocol.store.chat_index import (
     ChatIndex,
     ChatPage,
     ChatRecord,

@@ -48,10 +48,10 @@ from adk_stream_protocol.transports.live_frames import (
 from adk_stream_protocol.transports.live_restarts import AnswerSink, LiveRestart
 from adk_stream_protocol.turns.bridge import Bridge
 from adk_stream_protocol.turns.live_handoffs import StoredPause
-from adk_stream_protocol.turns.live_rewinds import plan_live_message, rewind_live_chat
+from adk_stream_protocol.turns.live_messages import plan_live_message, rewind_live_chat
 from adk_stream_protocol.turns.live_runs import LiveRun
 from adk_stream_protocol.turns.live_turns import LiveTurn
-from adk_stream_protocol.turns.planner import new_message_id
+from adk_stream_protocol.turns.planning import new_message_id
 
 logger = logging.getLogger(__name__)
 

@@ -52,8 +52,8 @@ from adk_stream_protocol.protocol.step_authors import StepAuthors
 from adk_stream_protocol.protocol.ui_messages import ChatRequest
 from adk_stream_protocol.store.artifact_files import ChatArtifacts, create_artifact_service
 from adk_stream_protocol.store.chat_tables import create_chat_index
-from adk_stream_protocol.store.event_rewinds import rewind_before_event
 from adk_stream_protocol.store.result_outbox import ResultOutbox
+from adk_stream_protocol.store.rewinds import rewind_before_event
 from adk_stream_protocol.store.sessions import ChatSessions, create_session_service
 from adk_stream_protocol.turns.chat_records import (
     ResponseRecords,

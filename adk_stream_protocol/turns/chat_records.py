@@ -22,7 +22,7 @@ from adk_stream_protocol.protocol.message_chunks import message_chunks
 from adk_stream_protocol.protocol.message_fold import Message, MessageFold
 from adk_stream_protocol.protocol.tool_calls import APPROVAL_CANCELLED_RESULT, DISCONNECTED_RESULT
 from adk_stream_protocol.protocol.ui_messages import ChatRequest
-from adk_stream_protocol.store.chats import ChatIndex
+from adk_stream_protocol.store.chat_index import ChatIndex
 
 logger = logging.getLogger(__name__)
 

@@ -33,7 +33,7 @@ from adk_stream_protocol.store.history import (
     live_events,
 )
 from adk_stream_protocol.turns.bridge import Bridge
-from adk_stream_protocol.turns.planner import TurnPlan
+from adk_stream_protocol.turns.planning import TurnPlan
 from adk_stream_protocol.turns.request_turns import RequestTurn, take_chat
 
 logger = logging.getLogger(__name__)

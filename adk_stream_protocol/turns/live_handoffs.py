@@ -35,8 +35,7 @@ from adk_stream_protocol.protocol.ui_messages import ChatRequest
 from adk_stream_protocol.store.history import current_turn, live_events
 from adk_stream_protocol.turns.bridge import Bridge
 from adk_stream_protocol.turns.live_runs import LiveRun
-from adk_stream_protocol.turns.planner import plan_turn
-from adk_stream_protocol.turns.request_plans import plan_request
+from adk_stream_protocol.turns.planning import plan_request, plan_turn
 from adk_stream_protocol.turns.request_turns import RequestTurn, approval_decisions
 from adk_stream_protocol.turns.response import ChunkSink
 

@@ -28,15 +28,15 @@ from adk_stream_protocol.protocol.step_authors import StepAuthors
 from adk_stream_protocol.protocol.tool_calls import TurnCalls
 from adk_stream_protocol.protocol.ui_messages import UIMessage
 from adk_stream_protocol.store.artifact_files import ChatArtifacts
-from adk_stream_protocol.turns.chat_records import ResponseRecords
-from adk_stream_protocol.turns.deferral import Deferral
-from adk_stream_protocol.turns.live_runs import LiveRun
-from adk_stream_protocol.turns.planner import (
+from adk_stream_protocol.turns.answers import (
     Answers,
     check_complete,
     collect_answers,
     take_steering,
 )
+from adk_stream_protocol.turns.chat_records import ResponseRecords
+from adk_stream_protocol.turns.deferral import Deferral
+from adk_stream_protocol.turns.live_runs import LiveRun
 from adk_stream_protocol.turns.response import ChunkSink, Response
 
 logger = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """A turn that answers one chat request with one ADK ``run_async`` (``POST /stream``).
 
-plan (``planner.plan_turn``, under the chat's lease) → run (``Runner.run_async``) → convert and
+plan (``planning.plan_request``, under the chat's lease) → run (``Runner.run_async``) → convert and
 deliver (``response.Response``). The transport only supplies the request and a ``ChunkSink``.
 
 The run is its own task. When the client goes away (``stop()``, a closed tab) the transport
@@ -49,9 +49,8 @@ from adk_stream_protocol.store.result_outbox import kept_in
 from adk_stream_protocol.turns.bridge import Bridge, OpenedResponse
 from adk_stream_protocol.turns.deferral import Deferral
 from adk_stream_protocol.turns.drain import END_WAIT_SECONDS, RESTART_TEXT, TOOL_WAIT_SECONDS
-from adk_stream_protocol.turns.planner import TurnPlan
+from adk_stream_protocol.turns.planning import TurnPlan, plan_request
 from adk_stream_protocol.turns.recovery import Recovery, finish_cut_run
-from adk_stream_protocol.turns.request_plans import plan_request
 from adk_stream_protocol.turns.response import ChunkSink, Response
 
 logger = logging.getLogger(__name__)

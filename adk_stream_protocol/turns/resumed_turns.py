@@ -21,7 +21,7 @@ from adk_stream_protocol.store.history import (
     live_events,
 )
 from adk_stream_protocol.turns.bridge import Bridge
-from adk_stream_protocol.turns.planner import TurnPlan
+from adk_stream_protocol.turns.planning import TurnPlan
 from adk_stream_protocol.turns.recovery import recovery_of
 from adk_stream_protocol.turns.request_turns import RequestTurn
 from adk_stream_protocol.turns.response import ChunkSink

@@ -1,7 +1,7 @@
 """The call tracker of a turn (``tool_calls.py``): which calls were made, which the browser
 runs, which ADK gates behind a confirmation, and which have their result.
 
-The events are built the way ADK stores them; the builders here serve ``test_planner.py`` too.
+The events are built the way ADK stores them; the builders here serve ``test_planning.py`` too.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""The chat index (store/chats.py, store/chat_tables.py; docs/adr/0043): each contract test runs
-on the three implementations, in memory, on SQLite and on a real PostgreSQL
-(tests/support/services.py: skipped, saying why, without one). What races between processes do is in
-test_chat_index_races.py."""
+"""The chat index (store/chat_index.py, store/chat_tables.py; docs/adr/0043): each contract test
+runs on the three implementations, in memory, on SQLite and on a real PostgreSQL
+(tests/support/services.py: skipped, saying why, without one). What races between processes do
+is in test_chat_index_races.py."""
 
 from __future__ import annotations
 
@@ -14,13 +14,8 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from adk_stream_protocol.store import chat_tables, chats
-from adk_stream_protocol.store.chat_tables import (
-    PostgresDatabase,
-    SqlChatIndex,
-    create_chat_index,
-)
-from adk_stream_protocol.store.chats import (
+from adk_stream_protocol.store import chat_index, chat_tables
+from adk_stream_protocol.store.chat_index import (
     TITLE_MAX_CHARS,
     UNTITLED,
     ChatIndex,
@@ -29,6 +24,11 @@ from adk_stream_protocol.store.chats import (
     encode_cursor,
     title_of,
     waiting_of,
+)
+from adk_stream_protocol.store.chat_tables import (
+    PostgresDatabase,
+    SqlChatIndex,
+    create_chat_index,
 )
 from adk_stream_protocol.store.sessions import create_session_service
 
@@ -88,7 +88,7 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     """The rows' clock, set by the test (``clock[0]``, microseconds): a process whose clock is
     behind another's, or writes within one tick."""
     now = [1_800_000_000_000_000]
-    for module in (chats, chat_tables):
+    for module in (chat_index, chat_tables):
         monkeypatch.setattr(module, "now_us", lambda: now[0])
     yield now
 
@@ -230,7 +230,7 @@ async def test_updated_at_never_goes_back(index: ChatIndex, app: str, clock: lis
     await index.record_messages(app, USER, "chat-1", [user("b")], create=False)
     record = await index.get_chat(app, USER, "chat-1")
     assert record is not None and record.messages == [user("b")]
-    assert record.summary.updated_at == chats.utc_time(ahead)
+    assert record.summary.updated_at == chat_index.utc_time(ahead)
 
 
 @pytest.mark.asyncio

@@ -21,6 +21,7 @@ import pytest_asyncio
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from adk_stream_protocol.store.chat_index import ChatIndex
 from adk_stream_protocol.store.chat_tables import (
     CREATE_TABLE,
     TABLE,
@@ -29,7 +30,6 @@ from adk_stream_protocol.store.chat_tables import (
     SqlChatIndex,
     SqliteDatabase,
 )
-from adk_stream_protocol.store.chats import ChatIndex
 from tests.store.test_sessions import engine_at, scalar, tables, wait_for_waiters
 from tests.support.waiting import until_awaited
 

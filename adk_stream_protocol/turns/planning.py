@@ -1,34 +1,36 @@
 """Deciding what one request asks the agent to do: the plan step of a turn (docs/adr/0020).
 
-``collect_answers`` and ``check_complete`` are the one set of rules for what a continuation
-answers (approvals, browser results), on both transports: each reads what is pending through
-a ``PendingView``. ``take_steering`` adds the steering messages that ride with the answers
-(docs/adr/0022).
-
 ``plan_turn`` (``/stream``; ``/live`` for regenerate and edit) compares the client's message
 list with the session's history and returns a ``TurnPlan``: the message id to stream under, the
 new content for ADK (never history the session already holds), whether the session must first
 be rewound to before a user message's event (regenerate, edit), and for continuations which
-approvals and browser results the request answers. It is a pure function of the request and
-the stored events, so it is tested without running anything.
+approvals and browser results the request answers (``answers.py``). It is a pure function of
+the request and the stored events, so it is tested without running anything.
+
+``plan_request`` is that step for a request turn (``POST /stream``, an ai 7 socket's ``send``),
+under the chat's lease: the stored session read (or fenced after an unclean takeover), the plan
+made, and what must be in the session before the run starts: a rewind, the results the plan
+stores in the paused invocation, and the page's changes to the shared state when no run
+carries them (docs/adr/0044).
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from google.adk.events import Event
+from google.adk.events import Event, EventActions
 from google.genai import types
-from pydantic import JsonValue
 
+from adk_stream_protocol.coordination.base import ChatLease
 from adk_stream_protocol.foundation.errors import RequestError
-from adk_stream_protocol.protocol.confirmations import confirmation_response, edited_payloads
-from adk_stream_protocol.protocol.inputs import browser_result, steering_input, user_content
-from adk_stream_protocol.protocol.tool_calls import ABANDONED_RESULT, TurnCalls, turn_calls
+from adk_stream_protocol.protocol.confirmations import confirmation_response
+from adk_stream_protocol.protocol.inputs import user_content
+from adk_stream_protocol.protocol.shared_state import SharedState
+from adk_stream_protocol.protocol.tool_calls import ABANDONED_RESULT, turn_calls
 from adk_stream_protocol.protocol.ui_messages import ChatRequest, UIMessage
 from adk_stream_protocol.store.history import (
     STEERING_IDS_KEY,
@@ -40,6 +42,13 @@ from adk_stream_protocol.store.history import (
     live_events,
     used_steering_ids,
 )
+from adk_stream_protocol.turns.answers import (
+    StoredPending,
+    check_complete,
+    collect_answers,
+    take_steering,
+)
+from adk_stream_protocol.turns.bridge import Bridge
 from adk_stream_protocol.turns.recovery import Recovery, recovery_of
 
 logger = logging.getLogger(__name__)
@@ -160,170 +169,6 @@ def _regenerate(last: UIMessage, history: list[Event], new_id: Callable[[], str]
     )
 
 
-@dataclass(frozen=True)
-class Decision:
-    """The user's answer to one approval request."""
-
-    approval_id: str
-    call_id: str
-    approved: bool
-    payload: JsonValue = None  # the payload the user edited, if any (docs/adr/0041)
-
-
-@dataclass
-class Answers:
-    """What a continuation message answers, collected part by part."""
-
-    decisions: list[Decision] = field(default_factory=list)
-    outputs: dict[str, dict[str, Any]] = field(default_factory=dict)  # browser results
-    rearmed: list[str] = field(default_factory=list)  # approved browser calls, no result yet
-    # Steering messages not taken before: they go with the answers, never on their own.
-    steering_ids: list[str] = field(default_factory=list)
-    steering: list[types.Part] = field(default_factory=list)
-
-    @property
-    def denied(self) -> set[str]:
-        return {d.call_id for d in self.decisions if not d.approved}
-
-    def empty(self) -> bool:
-        return not self.decisions and not self.outputs and not self.rearmed
-
-
-class PendingView(Protocol):
-    """What a chat is waiting for from the client: read from the stored session on
-    ``/stream`` (``TurnCalls``) and from the running turn on ``/live``."""
-
-    def approval_call(self, approval_id: str) -> str | None:
-        """The call an approval of this turn gates (pending or already decided)."""
-
-    def approval_decided(self, approval_id: str) -> bool: ...
-
-    def asks_payload(self, approval_id: str) -> bool:
-        """Whether the confirmation asked with a payload, which the user may edit."""
-
-    def pending_approvals(self) -> set[str]: ...
-
-    def waiting_calls(self) -> set[str]:
-        """Browser calls without their result (including those still gated)."""
-
-    def gated_calls(self) -> set[str]: ...
-
-    def answered_calls(self) -> set[str]: ...
-
-
-def collect_answers(message: UIMessage, view: PendingView) -> Answers:
-    """The approvals and browser results the client's last assistant message gives.
-
-    An answer counts only if it answers something pending in this user's chat, in the
-    current turn; anything else is refused before anything runs. A decision already acted on
-    is skipped, so the same approval sent twice runs the tool once.
-    """
-    answers = Answers()
-    edited = edited_payloads(message)
-    for part in message.tool_parts():
-        call_id = part.tool_call_id
-        has_output = part.state in ("output-available", "output-error")
-        approval = part.approval
-        if approval is not None and approval.approved is not None:
-            if view.approval_call(approval.id) != call_id:
-                raise RequestError(
-                    409, f"approval {approval.id!r} answers no approval pending in this chat"
-                )
-            if not view.approval_decided(approval.id):
-                payload = edited.get(approval.id)
-                if payload is not None and not view.asks_payload(approval.id):
-                    raise RequestError(422, f"approval {approval.id!r} asked for no payload")
-                answers.decisions.append(Decision(approval.id, call_id, approval.approved, payload))
-                if approval.approved and call_id in view.waiting_calls():
-                    if has_output:
-                        answers.outputs[call_id] = browser_result(part)
-                    else:
-                        answers.rearmed.append(call_id)  # the browser runs it now
-                continue
-            # Decided before (acts once); a browser call approved earlier may bring its result.
-        if not has_output or call_id in view.answered_calls():
-            continue  # not answered yet, or the server's own result shown back to it
-        if call_id not in view.waiting_calls():
-            raise RequestError(409, f"tool output for {call_id!r} answers no pending browser call")
-        if call_id in view.gated_calls():
-            raise RequestError(
-                409, f"tool call {call_id!r} needs the user's approval before its output"
-            )
-        answers.outputs[call_id] = browser_result(part)
-    return answers
-
-
-def take_steering(answers: Answers, message: UIMessage, used: Collection[str]) -> None:
-    """Add to ``answers`` the steering messages of the client's last message that were not
-    taken before (a client re-sends them with every continuation): their ids and content."""
-    seen = set(used)
-    for steering in message.steering_parts():
-        if steering.id in seen:
-            continue
-        seen.add(steering.id)
-        answers.steering_ids.append(steering.id)
-        answers.steering.extend(steering_input([steering]))
-
-
-def check_complete(answers: Answers, message_id: str, view: PendingView) -> None:
-    """Refuse a continuation that answers nothing, or only part of a step: ADK would call
-    the model with some calls still open."""
-    if answers.empty() and answers.steering_ids:
-        raise RequestError(
-            409,
-            f"message {message_id!r} adds a steering message but answers no pending approval "
-            "or tool call, so there is no turn to add it to; send it in a user message",
-        )
-    if answers.empty():
-        raise RequestError(
-            409,
-            f"message {message_id!r} answers no pending approval or tool call of this chat "
-            "(already answered, or nothing is waiting)",
-        )
-    if answers.rearmed:
-        return  # the step is answered in full once the browser's results arrive
-    decided = {d.approval_id for d in answers.decisions}
-    unanswered = sorted(
-        (view.pending_approvals() - decided)
-        | (view.waiting_calls() - set(answers.outputs) - view.gated_calls())
-    )
-    if unanswered:
-        raise RequestError(
-            409,
-            "answer all pending approvals and tool calls of this step together; still "
-            f"open: {', '.join(unanswered)}",
-        )
-
-
-class StoredPending:
-    """``PendingView`` of a stored turn (``/stream``): its calls read from the session."""
-
-    def __init__(self, calls: TurnCalls) -> None:
-        self._calls = calls
-
-    def approval_call(self, approval_id: str) -> str | None:
-        confirmation = self._calls.confirmations.get(approval_id)
-        return confirmation.call_id if confirmation is not None else None
-
-    def approval_decided(self, approval_id: str) -> bool:
-        return approval_id in self._calls.answered
-
-    def asks_payload(self, approval_id: str) -> bool:
-        return self._calls.confirmations[approval_id].payload is not None
-
-    def pending_approvals(self) -> set[str]:
-        return set(self._calls.pending_confirmations())
-
-    def waiting_calls(self) -> set[str]:
-        return self._calls.pending_browser_calls()
-
-    def gated_calls(self) -> set[str]:
-        return self._calls.gated_calls()
-
-    def answered_calls(self) -> set[str]:
-        return self._calls.answered
-
-
 def _continue(
     request: ChatRequest, last: UIMessage, history: list[Event], defer_intermediate: bool
 ) -> TurnPlan:
@@ -398,3 +243,54 @@ def _response_part(name: str, call_id: str, response: dict[str, Any]) -> types.P
     return types.Part(
         function_response=types.FunctionResponse(name=name, id=call_id, response=response)
     )
+
+
+async def plan_request(
+    bridge: Bridge, user_id: str, request: ChatRequest, lease: ChatLease
+) -> tuple[TurnPlan, SharedState | None]:
+    """The request's plan against the stored session, under the chat's lease, and what must
+    be stored before its run: a rewind, prior results, the page's state (ADR 0044); with the
+    chat's shared state, changed by the rewind and the request, for its response."""
+    sessions = bridge.sessions
+    if lease.unclean:  # the former holder lapsed: its writes are refused from now on
+        session = await sessions.fence(user_id, request.id, lease.generation)
+    else:
+        session = await sessions.open(user_id, request.id)
+    plan = plan_turn(
+        request,
+        session.events,
+        defer_intermediate=not bridge.settings.stream_intermediate_results,
+    )
+    shared_state = bridge.shared_state(session.state)
+    if plan.rewind_before_event_id:  # ADK's, with the keys it left None removed
+        await bridge.rewind(session, plan.rewind_before_event_id)
+    rewound = bool(plan.rewind_before_event_id) and shared_state is not None
+    if rewound or plan.prior_tool_results is not None:
+        session = await sessions.open(user_id, request.id)  # after what the rewind gave back
+    # Stored in the paused invocation: the calls' results, where the model expects them; the
+    # page's state when nothing runs to carry it on the user's event (as ADK does).
+    page_state = None if plan.new_message is not None else request.state
+    if plan.prior_tool_results is not None or page_state:
+        await sessions.service.append_event(
+            session,
+            Event(
+                author="user",
+                invocation_id=plan.prior_invocation_id or session.events[-1].invocation_id,
+                content=plan.prior_tool_results,
+                custom_metadata=plan.prior_metadata,
+                actions=EventActions(state_delta=dict(page_state or {})),
+            ),
+        )
+    if shared_state is not None:  # the page is sent what the rewind and its request changed
+        shared_state.reset(session.state)
+        shared_state.update(request.state)
+    plan.state_delta = dict(request.state) if request.state and page_state is None else None
+    logger.info(
+        "turn user=%s chat=%s trigger=%s continuation=%s rewind=%s",
+        user_id,
+        request.id,
+        request.trigger,
+        plan.continuation,
+        bool(plan.rewind_before_event_id),
+    )
+    return plan, shared_state

@@ -1,5 +1,5 @@
-"""The plan step of a turn (``planner.py``): what one ``/stream`` request asks ADK to do, read
-from the client's messages and the stored events, without running anything."""
+"""The plan step of a turn (``planning.py``, ``answers.py``): what one ``/stream`` request asks
+ADK to do, read from the client's messages and the stored events, without running anything."""
 
 from __future__ import annotations
 
@@ -19,16 +19,14 @@ from adk_stream_protocol.protocol.tool_calls import (
     turn_calls,
 )
 from adk_stream_protocol.protocol.ui_messages import ChatRequest, UIMessage, parse_chat_request
-from adk_stream_protocol.turns.planner import (
+from adk_stream_protocol.turns.answers import (
     Answers,
     Decision,
-    RearmedCall,
     StoredPending,
-    TurnPlan,
     check_complete,
     collect_answers,
-    plan_turn,
 )
+from adk_stream_protocol.turns.planning import RearmedCall, TurnPlan, plan_turn
 from tests.protocol.test_tool_calls import (
     call_event,
     gated_call,

@@ -1,8 +1,8 @@
-"""``/chats`` (transports/chats.py, docs/adr/0043): the real app in this process on SQLite, the
-identity taken from a test header. Until the turns record chats, the tests write the index
-themselves (``bridge.chats.record_messages``) and read it back through the routes; a delete is
-tried on a chat the real runner made through ``POST /stream``, and on a response still running
-(real uvicorn, the tests' slow tool); one held by a /live socket in
+"""``/chats`` (transports/chat_routes.py, docs/adr/0043): the real app in this process on
+SQLite, the identity taken from a test header. Until the turns record chats, the tests write the
+index themselves (``bridge.chats.record_messages``) and read it back through the routes; a
+delete is tried on a chat the real runner made through ``POST /stream``, and on a response still
+running (real uvicorn, the tests' slow tool); one held by a /live socket in
 test_chat_live_deletes.py. Two instances on PostgreSQL and Redis are in test_scale_out.py."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from google.genai import types
 
+from adk_stream_protocol.store.chat_index import ChatIndex
 from adk_stream_protocol.store.chat_tables import SqlChatIndex, SqliteDatabase
-from adk_stream_protocol.store.chats import ChatIndex
 from adk_stream_protocol.turns.bridge import Bridge
 from tests.support.apps import user_from_header
 from tests.support.rig import (

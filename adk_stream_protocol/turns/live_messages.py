@@ -26,7 +26,7 @@ from adk_stream_protocol.protocol.ui_messages import ChatRequest
 from adk_stream_protocol.store.history import USER_MESSAGE_ID_KEY
 from adk_stream_protocol.turns.bridge import Bridge
 from adk_stream_protocol.turns.live_runs import LiveRun
-from adk_stream_protocol.turns.planner import plan_turn
+from adk_stream_protocol.turns.planning import plan_turn
 
 logger = logging.getLogger(__name__)
 

@@ -33,7 +33,12 @@ from adk_stream_protocol.foundation.identity import current_user
 from adk_stream_protocol.foundation.limits import RequestLimits, read_json, run_bounded
 from adk_stream_protocol.foundation.outages import REDIS
 from adk_stream_protocol.protocol.ui_messages import CHAT_ID_PATTERN
-from adk_stream_protocol.store.chats import ChatSummary, InvalidCursorError, Waiting, is_control
+from adk_stream_protocol.store.chat_index import (
+    ChatSummary,
+    InvalidCursorError,
+    Waiting,
+    is_control,
+)
 from adk_stream_protocol.transports.stream import read_body
 from adk_stream_protocol.turns.bridge import Bridge, bridge_of
 from adk_stream_protocol.turns.request_turns import take_chat

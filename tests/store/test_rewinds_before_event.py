@@ -1,4 +1,4 @@
-"""``store.event_rewinds``: a rewind to before one event, also in the middle of an invocation
+"""``store.rewinds``: a rewind to before one event, also in the middle of an invocation
 (a ``/live`` socket's turns share one), on every store the server supports (docs/adr/0046)."""
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from google.adk.runners import Runner
 from google.adk.sessions import BaseSessionService, Session
 from google.genai import types
 
-from adk_stream_protocol.store.event_rewinds import rewind_before_event
 from adk_stream_protocol.store.history import (
     CARRIED_STAMPS_KEY,
     USER_MESSAGE_ID_KEY,
@@ -23,6 +22,7 @@ from adk_stream_protocol.store.history import (
     find_user_turn,
     live_events,
 )
+from adk_stream_protocol.store.rewinds import rewind_before_event
 from adk_stream_protocol.store.sessions import FENCE_KEY
 
 APP = "event-rewinds"
