@@ -34,7 +34,7 @@ from bench.clients import (
 )
 from bench.core import Figure, Size, percentile
 from bench.servers import Server, serve
-from tests.support import StreamResult, answer_approvals, assistant_message, sse_payloads
+from tests.support.rig import StreamResult, answer_approvals, assistant_message, sse_payloads
 
 PAYMENT = "Send 50 dollars to Hanako"
 OUR_RESULT = b'"type":"tool-output-available"'

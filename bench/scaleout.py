@@ -38,7 +38,7 @@ from bench.clients import ask, chat_body, client, new_chat, stream_post, user_me
 from bench.core import Figure, Size, percentile
 from bench.hardening import Reply, raw_post, raw_request, request_body
 from bench.servers import Server, serve
-from tests.support import answer_approvals, assistant_message
+from tests.support.rig import answer_approvals, assistant_message
 
 DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/postgres"
 DEFAULT_REDIS = "redis://127.0.0.1:6379/0"

@@ -8,7 +8,7 @@
 Both keep sessions in memory, so the session store costs neither of them anything and the
 difference between them is the server itself.
 
-Why not ``tests.support.run_server``: it hands uvicorn a socket with ``--fd``, which uvicorn
+Why not ``tests.support.rig.run_server``: it hands uvicorn a socket with ``--fd``, which uvicorn
 wraps as an AF_UNIX socket, so asyncio never sets ``TCP_NODELAY`` on its connections. Streamed
 responses then stall on Nagle's algorithm and the client's delayed ACK (40 ms on Linux), which
 is more than the overhead being measured. ``uvicorn --host --port`` (what ``server.py`` does)
@@ -33,7 +33,7 @@ import httpx
 
 from bench.agent import AGENT_NAME
 from bench.core import ROOT
-from tests.support import _GOOGLE_VARIABLES, stop_process
+from tests.support.rig import _GOOGLE_VARIABLES, stop_process
 
 Kind = Literal["ours", "adk"]
 

@@ -51,7 +51,7 @@ from bench.clients import (
 from bench.core import Figure, Size
 from bench.scaleout import DEFAULT_POSTGRES, cluster, fresh_database
 from bench.servers import Server, serve
-from tests.support import answer_approvals, assistant_message
+from tests.support.rig import answer_approvals, assistant_message
 
 CONCURRENCY = 12
 WARM_UP = 0.1  # share of the conversations

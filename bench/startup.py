@@ -16,7 +16,7 @@ from bench.agent import long_prompt
 from bench.clients import ask, client
 from bench.core import Figure, Size
 from bench.servers import Kind, Server, free_port, healthy, probe, spawn
-from tests.support import stop_process
+from tests.support.rig import stop_process
 
 
 def start_once(kind: Kind) -> tuple[float, float]:

@@ -19,7 +19,7 @@
 // Report: {messages (the chat's messages, as JSON), status, error}
 //
 // chat-client.mjs --serve runs a job {"fold": <job>} with runFoldJob, so the
-// tests' one Node process serves these too (tests/real_client.py).
+// tests' one Node process serves these too (tests/support/real_client.py).
 
 import process from 'node:process';
 import { pathToFileURL } from 'node:url';

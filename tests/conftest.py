@@ -1,4 +1,4 @@
-"""Targets shared by the whole run (tests/support.py says what a target is).
+"""Targets shared by the whole run (tests/support/rig.py says what a target is).
 
 - ``app``: the app with the default settings, in this process (most endpoint tests);
 - ``server``: ``server:app`` under uvicorn in a subprocess, as deployed: the one server for
@@ -7,17 +7,22 @@
 - ``servers``: uvicorn servers with other settings (``servers.get(env)``), one per set of
   settings, each served from a thread of this process and shared by every test that asks
   for the same settings; ``audio_server`` is the one with spoken answers on /live.
+
+Each test is ``fast`` or ``out_of_process``, and a fast one that starts a process fails
+(tests/support/tiers.py, registered here).
 """
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.services import (  # noqa: F401 - fixtures of the tests that need PostgreSQL or Redis
+from tests.support import tiers
+from tests.support.services import (  # noqa: F401 - fixtures of the tests that need PostgreSQL or Redis
     new_postgres_database,
     postgres_url,
     redis_cluster_url,
@@ -28,7 +33,14 @@ from tests.services import (  # noqa: F401 - fixtures of the tests that need Pos
 
 # Imported where used: under pytest-xdist the controller loads this file too, and runs no test.
 if TYPE_CHECKING:
-    from tests.support import InProcessApp, LiveServer, ServerPool, Target
+    from tests.support.rig import InProcessApp, LiveServer, ServerPool, Target
+
+# Apps in this process leave the collector as it is. At start an app collects all the process
+# holds, then freezes it (adk_stream_protocol/server/collector.py): in a test process, pytest's,
+# the fuzzers' and every earlier test's objects, about 0.3 s of CPU an app, which was most of the
+# fast tier's CPU. tests/server/test_collector.py tests the setting itself; servers in
+# subprocesses (rig.run_server) keep the default, as deployed.
+os.environ.setdefault("ADK_STREAM_GC_FREEZE", "false")
 
 AUDIO = {"ADK_STREAM_LIVE_MODALITY": "AUDIO"}
 
@@ -68,6 +80,12 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return PrefixGroupScheduling(config, log)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # A plugin rather than this file's hooks: a conftest's hooks do not see the set-up of
+    # session-scoped fixtures (their node is the session, outside tests/).
+    config.pluginmanager.register(tiers.TierPlugin(), "tiers")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     _unique_node_ids(items)
 
@@ -89,7 +107,7 @@ def _unique_node_ids(items: list[pytest.Item]) -> None:
 def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessApp]:
     """The app with the default settings in this process: real ADK runner, offline demo
     model, SQLite store."""
-    from tests.support import in_process_app
+    from tests.support.rig import in_process_app
 
     with in_process_app(tmp_path_factory.mktemp("app")) as target:
         yield target
@@ -98,7 +116,7 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessApp]:
 @pytest.fixture(scope="session")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """The real app under uvicorn: real ADK runner, offline demo model, SQLite store."""
-    from tests.support import run_server
+    from tests.support.rig import run_server
 
     with run_server(tmp_path_factory.mktemp("server")) as live:
         yield live
@@ -108,7 +126,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
 def servers(
     tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> Iterator[ServerPool]:
-    from tests.support import ServerPool
+    from tests.support.rig import ServerPool
 
     pool = ServerPool(tmp_path_factory, request)
     yield pool

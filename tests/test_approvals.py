@@ -14,9 +14,9 @@ import pytest
 
 from adk_stream_protocol.protocol.tool_calls import ABANDONED_RESULT as CANCELLED_RESULT
 from adk_stream_protocol.store.history import live_events
-from tests.apps import user_from_header
-from tests.real_client import CLIENTS, drive, ready, tool_parts
-from tests.support import (
+from tests.support.apps import user_from_header
+from tests.support.real_client import CLIENTS, drive, ready, tool_parts
+from tests.support.rig import (
     InProcessApp,
     Response,
     ServerPool,
@@ -267,7 +267,7 @@ def test_tool_output_for_a_call_that_is_not_waiting_is_refused(app: InProcessApp
 
 @pytest.fixture(scope="module")
 def two_user_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessApp]:
-    """Identity from the `x-test-user` header (tests/apps.py)."""
+    """Identity from the `x-test-user` header (tests/support/apps.py)."""
     with in_process_app(tmp_path_factory.mktemp("users"), identity=user_from_header) as target:
         yield target
 
@@ -463,6 +463,7 @@ def test_streaming_intermediate_results_when_configured(streaming_app: InProcess
     assert chat.wallet() == 970
 
 
+@pytest.mark.out_of_process  # the real AI SDK client, in Node
 @pytest.mark.parametrize("client", CLIENTS)
 def test_stock_client_with_streamed_intermediate_results(servers: ServerPool, client: str) -> None:
     report = drive(

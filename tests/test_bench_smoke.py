@@ -41,10 +41,18 @@ GROUPS: dict[tuple[str, ...], tuple[str, ...]] = {
 LOAD_BENCHMARKS = ("3 ", "6 load shedding", "7 scale-out: 2 workers")
 
 
+@pytest.fixture(autouse=True)
+def as_measured(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The benchmarks' servers with their own collector settings, not those tests/conftest.py
+    gives the apps of the test process."""
+    monkeypatch.delenv("ADK_STREAM_GC_FREEZE", raising=False)
+
+
 def test_every_benchmark_is_smoke_tested() -> None:
     assert sorted(m for only in GROUPS for m in only) == sorted(MODULES)
 
 
+@pytest.mark.out_of_process  # the benchmarks' servers: uvicorn processes
 @pytest.mark.bench
 @pytest.mark.parametrize("only", list(GROUPS), ids="+".join)
 def test_the_benchmarks_yield_figures_and_a_table(only: tuple[str, ...], tmp_path: Path) -> None:
@@ -66,6 +74,7 @@ def test_the_benchmarks_yield_figures_and_a_table(only: tuple[str, ...], tmp_pat
         assert f"| {benchmark} |" in text
 
 
+@pytest.mark.out_of_process  # the benchmarks' servers: uvicorn processes
 @pytest.mark.bench
 def test_the_layer_split_measures_both_ways_to_the_same_answers() -> None:
     """``python -m bench.profile layer``: the runner alone and the whole app, every round."""
@@ -76,6 +85,7 @@ def test_the_layer_split_measures_both_ways_to_the_same_answers() -> None:
     assert "app / runner" in cost.summary()
 
 
+@pytest.mark.out_of_process  # the benchmarks' servers: uvicorn processes
 @pytest.mark.bench
 @pytest.mark.parametrize("way", instructions.WAYS)
 def test_each_way_of_the_instruction_count_reaches_its_answers_end(way: str) -> None:

@@ -7,7 +7,7 @@ shown as outcome unknown and never run again; and a true duplicate is still refu
 tool's ledger file, not the session, says how often the money moved.
 
 Each case starts a real uvicorn on a SQLite store, kills it through the agent's own crash
-point (tests/crash_agent.py), and starts a second one on the same store.
+point (tests/support/agents/crash.py), and starts a second one on the same store.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support import (
+from tests.support.rig import (
     LiveServer,
     LiveSocket,
     answer_approvals,
@@ -33,7 +33,9 @@ from tests.support import (
     user_message,
 )
 
-AGENT = "tests.crash_agent:app"
+pytestmark = pytest.mark.out_of_process  # uvicorn processes that crash, and the next ones
+
+AGENT = "tests.support.agents.crash:app"
 
 
 class Chat:

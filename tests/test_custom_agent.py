@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.support import (
+from tests.support.rig import (
     InProcessApp,
     ServerPool,
     chat_body,
@@ -19,13 +19,15 @@ from tests.support import (
     user_message,
 )
 
-AGENT = {"ADK_STREAM_AGENT": "tests.agents:root_agent"}
+AGENT = {"ADK_STREAM_AGENT": "tests.support.agents.tools:root_agent"}
 
 
 @pytest.fixture(scope="module")
 def agent_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessApp]:
     with in_process_app(
-        tmp_path_factory.mktemp("agent"), agent="tests.agents:root_agent", keep_alive_seconds=0.2
+        tmp_path_factory.mktemp("agent"),
+        agent="tests.support.agents.tools:root_agent",
+        keep_alive_seconds=0.2,
     ) as target:
         yield target
 

@@ -55,7 +55,7 @@ from adk_stream_protocol.protocol.parts.tools import AnyToolUIPart, ToolState
 from adk_stream_protocol.protocol.ui_messages import CHAT_ID_PATTERN, ChatRequest, parse_chat_body
 from adk_stream_protocol.server.app import create_app
 from adk_stream_protocol.transports.live_frames import parse_frame, read_frame
-from tests.support import (
+from tests.support.rig import (
     LiveServer,
     SocketClosed,
     StreamResult,

@@ -15,7 +15,7 @@ from google.adk.models import registry as adk_registry
 from adk_stream_protocol.demo.replies import MISSING_TOOLS_TEXT
 from adk_stream_protocol.foundation.model_names import OFFLINE_MODEL_PATTERN
 from adk_stream_protocol.testing import serve_agent
-from tests.support import (
+from tests.support.rig import (
     LiveSocket,
     chat_body,
     in_process_app,
@@ -62,9 +62,10 @@ def test_a_sub_agent_naming_the_offline_model_answers(unregistered: None) -> Non
     assert "Tokyo" in answer.text
 
 
+@pytest.mark.out_of_process  # uvicorn in a fresh process
 def test_the_agent_setting_serves_an_own_agent_on_the_offline_model(tmp_path: Path) -> None:
     """`uvicorn server:app` in a fresh process, where nothing registered the model before."""
-    env = {"ADK_STREAM_AGENT": "tests.agents:offline_agent"}
+    env = {"ADK_STREAM_AGENT": "tests.support.agents.tools:offline_agent"}
     with run_server(tmp_path, env) as server:
         result = post_stream(server, chat_body("c-own", user_message("Weather in Paris?", "u1")))
     assert result.of_type("error") == [], result.chunks
@@ -79,7 +80,7 @@ def test_the_offline_model_calls_only_the_tools_an_own_agent_has(
     answer with an error result), but a text that says which call the model would make; on
     `run_async` and on the live connection alike."""
     question = user_message("What's the weather in Tokyo?", "u1")
-    with in_process_app(tmp_path, agent="tests.agents:offline_agent") as target:
+    with in_process_app(tmp_path, agent="tests.support.agents.tools:offline_agent") as target:
         if transport == "stream":
             result = post_stream(target, chat_body("c-tools", question))
         else:

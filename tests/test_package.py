@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support import (
+from tests.support.rig import (
     ROOT,
     LiveServer,
     chat_body,
@@ -30,6 +30,8 @@ from tests.support import (
     user_message,
     wait_until_healthy,
 )
+
+pytestmark = pytest.mark.out_of_process  # builds the package and runs its command in a virtualenv
 
 BUILD_TIMEOUT = 600
 AGENT = """

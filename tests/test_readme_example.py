@@ -36,7 +36,7 @@ from fastapi import FastAPI
 from google.adk.agents import LlmAgent
 
 from adk_stream_protocol.testing import ScriptedLlm, call, serve_agent
-from tests.support import ROOT
+from tests.support.rig import ROOT
 
 README = ROOT / "README.md"
 PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```$", re.DOTALL | re.MULTILINE)
@@ -99,6 +99,7 @@ def test_every_python_block_of_the_readme_is_run_or_says_why_not() -> None:
     )
 
 
+@pytest.mark.out_of_process  # pytest, as a user runs it
 def test_the_readme_test_file_passes_as_a_user_runs_it(tmp_path: Path) -> None:
     blocks = readme_blocks()
     (tmp_path / "test_helper.py").write_text(
@@ -224,6 +225,7 @@ AI_PACKAGES = {
 }
 
 
+@pytest.mark.out_of_process  # tsc, in Node
 @pytest.mark.parametrize("ai", sorted(AI_PACKAGES))
 def test_the_readme_chat_recipe_type_checks(ai: str, tmp_path: Path) -> None:
     blocks = {m["name"]: m["body"] for m in TSX_BLOCK.finditer(README.read_text(encoding="utf-8"))}

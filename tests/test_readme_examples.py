@@ -39,7 +39,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support import HTTP_TIMEOUT, ROOT, LiveServer, run_server
+from tests.support.rig import HTTP_TIMEOUT, ROOT, LiveServer, run_server
 
 README = ROOT / "README.md"
 # Where the README's examples say the server is (`scripts/serve`'s address).
@@ -245,6 +245,7 @@ def run_readme_command(command: str, base_url: str) -> str:
     return tool.stdout.decode()
 
 
+@pytest.mark.out_of_process  # uvicorn in a subprocess, and curl
 def test_the_curl_example_prints_what_the_readme_shows(
     examples: dict[str, str], readme_server: LiveServer
 ) -> None:
@@ -255,6 +256,7 @@ def test_the_curl_example_prints_what_the_readme_shows(
     )
 
 
+@pytest.mark.out_of_process  # uvicorn in a subprocess, and curl
 def test_the_chats_examples_print_what_the_readme_shows(
     examples: dict[str, str], tmp_path: Path
 ) -> None:
@@ -302,6 +304,7 @@ def play_exchange(name: str, example: str, server: LiveServer) -> None:
         socket.close()
 
 
+@pytest.mark.out_of_process  # uvicorn in a subprocess, and curl
 @pytest.mark.parametrize("name", ["live-ai7", "live-envelope"])
 def test_the_live_exchanges_are_what_the_server_does(
     name: str, examples: dict[str, str], readme_server: LiveServer

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.real_client import (
+from tests.support.real_client import (
     CLIENTS,
     V7,
     assistant_messages,
@@ -21,7 +21,9 @@ from tests.real_client import (
     text_of,
     tool_parts,
 )
-from tests.support import LiveServer
+from tests.support.rig import LiveServer
+
+pytestmark = pytest.mark.out_of_process  # the real AI SDK client, in Node
 
 PAYMENT: list[dict[str, Any]] = [
     {"action": "send", "text": "Send 50 dollars to Hanako"},

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.real_client import (
+from tests.support.real_client import (
     V6_CLIENTS,
     assistant_messages,
     client_job,
@@ -16,7 +16,9 @@ from tests.real_client import (
     text_of,
     tool_parts,
 )
-from tests.support import LiveServer, ServerPool
+from tests.support.rig import LiveServer, ServerPool
+
+pytestmark = pytest.mark.out_of_process  # the real AI SDK client, in Node
 
 LOCATION = {"latitude": 35.6762, "longitude": 139.6503, "accuracy": 20}
 ANSWER = "You are at latitude 35.6762, longitude 139.6503."

@@ -10,11 +10,13 @@ from typing import Any
 
 import pytest
 
-from tests.leave_agent import LEDGER_ENV, ledger_lines
-from tests.real_client import CLIENTS, STOCK, V7, drive, text_of, tool_parts
-from tests.support import ServerPool
+from tests.support.agents.leave import LEDGER_ENV, ledger_lines
+from tests.support.real_client import CLIENTS, STOCK, V7, drive, text_of, tool_parts
+from tests.support.rig import ServerPool
 
-LEAVE_AGENT = {"ADK_STREAM_AGENT": "tests.leave_agent:root_agent"}
+pytestmark = pytest.mark.out_of_process  # the real AI SDK client, in Node
+
+LEAVE_AGENT = {"ADK_STREAM_AGENT": "tests.support.agents.leave:root_agent"}
 EDITED: list[dict[str, Any]] = [
     {"action": "send", "text": "5 days off please"},
     {"action": "approve", "approved": True, "payload": {"approved_days": 3}},

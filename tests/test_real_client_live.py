@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.leave_agent import LEDGER_ENV, ledger_lines
-from tests.real_client import (
+from tests.support.agents.leave import LEDGER_ENV, ledger_lines
+from tests.support.real_client import (
     CLIENTS,
     OURS,
     STOCK,
@@ -26,9 +26,11 @@ from tests.real_client import (
     text_of,
     tool_parts,
 )
-from tests.support import LiveServer, ServerPool, chat_body, streaming, user_message
+from tests.support.rig import LiveServer, ServerPool, chat_body, streaming, user_message
 
-TEST_AGENT = {"ADK_STREAM_AGENT": "tests.agents:root_agent"}
+pytestmark = pytest.mark.out_of_process  # the real AI SDK client, in Node
+
+TEST_AGENT = {"ADK_STREAM_AGENT": "tests.support.agents.tools:root_agent"}
 RESUMABLE_TEST_AGENT = {**TEST_AGENT, "ADK_STREAM_RESUMABLE_STREAMS": "true"}
 
 LOCATION = {"latitude": 35.6762, "longitude": 139.6503, "accuracy": 20}
@@ -251,7 +253,7 @@ def test_an_answer_stopped_on_the_server_is_interrupted_for_ai7_only(
     assert report["finishReasons"] == [reason]
 
 
-LEAVE_AGENT = {"ADK_STREAM_AGENT": "tests.leave_agent:root_agent"}
+LEAVE_AGENT = {"ADK_STREAM_AGENT": "tests.support.agents.leave:root_agent"}
 
 
 @pytest.mark.parametrize("client", ["6.0.25", V7])
@@ -286,7 +288,7 @@ def test_an_in_tool_confirmation_reaches_the_client_on_the_chat_socket(
     assert [line.split()[1:] for line in ledger_lines(str(ledger))] == [["booked", "5"]]
 
 
-TRANSFER_AGENT = {"ADK_STREAM_AGENT": "tests.transfer_agent:root_agent"}
+TRANSFER_AGENT = {"ADK_STREAM_AGENT": "tests.support.agents.transfer:root_agent"}
 
 
 @pytest.mark.parametrize(("client", "live"), [("6.0.25", True), ("6.0.25", False), (V7, True)])

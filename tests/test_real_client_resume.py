@@ -11,16 +11,18 @@ was sent folded on by the same real client: the response's recording), and the c
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.real_client import V7, checked, client_job, run_real_client
-from tests.support import LiveServer, ServerPool, chat_body, streaming
+from tests.support.real_client import V7, checked, client_job, run_real_client
+from tests.support.rig import LiveServer, ServerPool, chat_body, streaming
+from tests.support.waiting import wait_until
 
-AGENT = "tests.continuation_agent:root_agent"
+pytestmark = pytest.mark.out_of_process  # the real AI SDK client, in Node
+
+AGENT = "tests.support.agents.continuation:root_agent"
 LOCATION = {"latitude": 35.6762, "longitude": 139.6503}
 
 # (client, over ai 7's socket): the socket is ai 7's.
@@ -66,16 +68,18 @@ def _answered(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _recording(record_dir: Path, chat_id: str, message_id: str) -> dict[str, Any]:
     """The continuation's recording: its request and the chunks its client was sent."""
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+
+    def written() -> dict[str, Any] | None:
         for path in sorted(record_dir.glob(f"*_{chat_id}_*.jsonl")):
             lines = [json.loads(line) for line in path.read_text().splitlines()]
             request = lines[0]
             if request.get("messageId") == message_id and lines[-1]["kind"] == "end":
                 chunks = [line["chunk"] for line in lines if line["kind"] == "chunk"]
                 return {"request": request, "chunks": chunks}
-        time.sleep(0.05)  # the file is written off the event loop once the response ended
-    raise AssertionError(f"no recording of the continuation of chat {chat_id}")
+        return None
+
+    # The server process writes the file off its event loop once the response ended.
+    return wait_until(written, f"a recording of the continuation of chat {chat_id}", every=0.05)
 
 
 @pytest.mark.parametrize(("client", "socket"), RUNS)

@@ -10,12 +10,14 @@ from typing import Any
 
 import pytest
 
-from tests.real_client import V7, assistant_messages, drive
-from tests.state_agent import STOCK_KEY
-from tests.support import ServerPool
+from tests.support.agents.state import STOCK_KEY
+from tests.support.real_client import V7, assistant_messages, drive
+from tests.support.rig import ServerPool
 
-STATE_AGENT = {"ADK_STREAM_AGENT": "tests.state_agent:root_agent"}
-TRANSFER_AGENT = {"ADK_STREAM_AGENT": "tests.transfer_agent:root_agent"}
+pytestmark = pytest.mark.out_of_process  # the real AI SDK client, in Node
+
+STATE_AGENT = {"ADK_STREAM_AGENT": "tests.support.agents.state:root_agent"}
+TRANSFER_AGENT = {"ADK_STREAM_AGENT": "tests.support.agents.transfer:root_agent"}
 # (client, live): ai 6.0.25 and ai 7, each on /stream and on /live.
 RUNS = [("6.0.25", False), ("6.0.25", True), (V7, False), (V7, True)]
 RUN_IDS = ["6.0.25-stream", "6.0.25-live", "7-stream", "7-live"]

@@ -3,7 +3,7 @@ PostgreSQL database and one Redis, as a team behind a load balancer runs it.
 
 Races go to both instances at once; resumes and stops go to the instance that does not run
 the response; the producer of a response is SIGKILLed. Needs PostgreSQL and Redis
-(tests/services.py: skipped with the reason when absent, failed in CI).
+(tests/support/services.py: skipped with the reason when absent, failed in CI).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ import pytest
 from google.adk.events import Event
 
 from adk_stream_protocol.testing import assistant_message as message_from_chunks
-from tests.ai7_socket import V7Socket
-from tests.real_client import (
+from tests.support.ai7_socket import V7Socket
+from tests.support.real_client import (
     CLIENTS,
     assistant_messages,
     checked,
@@ -34,7 +34,7 @@ from tests.real_client import (
     text_of,
     tool_parts,
 )
-from tests.support import (
+from tests.support.rig import (
     LiveServer,
     SocketClosed,
     answer_approvals,
@@ -66,7 +66,7 @@ def cluster_env(postgres_url: str, redis_url: str, prefix: str) -> dict[str, str
         "ADK_STREAM_RESUMABLE_STREAMS": "true",
         "ADK_STREAM_LEASE_TTL_SECONDS": str(LEASE_TTL_SECONDS),
         # The tests' agent: a slow tool, an approval above 100, a slow live model.
-        "ADK_STREAM_AGENT": "tests.agents:slow_live_agent",
+        "ADK_STREAM_AGENT": "tests.support.agents.tools:slow_live_agent",
         "ADK_STREAM_KEEP_ALIVE_SECONDS": "0.5",
     }
 
@@ -210,10 +210,11 @@ def test_an_in_tool_confirmation_answered_on_the_other_instance_runs_once(
 def bank_pair(
     env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[LiveServer, LiveServer]]:
-    """Instances A and B serving the bank (tests/sample_agents.py), whose live model asks."""
+    """Instances A and B serving the bank (tests/support/agents/samples.py), whose live model
+    asks."""
     bank = {
         **env,
-        "ADK_STREAM_AGENT": "tests.sample_agents:served_bank",
+        "ADK_STREAM_AGENT": "tests.support.agents.samples:served_bank",
         "ADK_STREAM_REDIS_KEY_PREFIX": env["ADK_STREAM_REDIS_KEY_PREFIX"] + ".bank",
     }
     with (

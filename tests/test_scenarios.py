@@ -24,7 +24,7 @@ from adk_stream_protocol.protocol.message_fold import MessageFold
 from adk_stream_protocol.protocol.tool_calls import (
     DISCONNECTED_RESULT,
 )
-from tests.real_client import (
+from tests.support.real_client import (
     CLIENTS,
     OURS,
     STOCK,
@@ -35,7 +35,9 @@ from tests.real_client import (
     start_jobs,
     text_of,
 )
-from tests.support import ServerPool
+from tests.support.rig import ServerPool
+
+pytestmark = pytest.mark.out_of_process  # the real AI SDK clients (Node) against uvicorn
 
 CATALOGUE = Path(__file__).resolve().parent.parent / "scenarios" / "catalogue"
 TRANSPORTS = ("stream", "live")

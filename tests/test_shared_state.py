@@ -30,10 +30,10 @@ from adk_stream_protocol.testing import (
     serve_agent,
     settings_for_tests,
 )
-from tests.state_agent import STOCK_KEY, build_state_agent
-from tests.support import InProcessSocket, stored_state
-from tests.table_chat import TRANSPORTS, TableChat
-from tests.transfer_agent import root_agent as transfer_agent
+from tests.support.agents.state import STOCK_KEY, build_state_agent
+from tests.support.agents.transfer import root_agent as transfer_agent
+from tests.support.rig import InProcessSocket, stored_state
+from tests.support.table_chat import TRANSPORTS, TableChat
 
 EVERY_TRANSPORT = pytest.mark.parametrize("transport", TRANSPORTS)
 WELCOME = {"ui:welcome": True}  # what the state agent's callback writes on the chat's first run

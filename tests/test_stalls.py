@@ -1,18 +1,19 @@
 """A stalled instance (SIGSTOP, past its chat lease) that wakes after another instance took the
 chat: it must not start the tool the other one runs (docs/adr/0032). Two real uvicorn
-instances on PostgreSQL and Redis (tests/services.py), the agent of tests/crash_agent.py.
+instances on PostgreSQL and Redis (tests/support/services.py), the agent of
+tests/support/agents/crash.py.
 """
 
 from __future__ import annotations
 
 import os
 import signal
-import time
 from pathlib import Path
 
 import httpx
 
-from tests.support import run_server, stream_result
+from tests.support.rig import run_server, stream_result
+from tests.support.waiting import wait_until
 from tests.test_crashes import AGENT, Chat
 
 LEASE_TTL_SECONDS = 2.0
@@ -40,10 +41,8 @@ def test_a_stalled_instance_does_not_start_a_tool_after_losing_its_chat(
         assert a.process is not None
         chat.say(a, "Pay Bob 10")
         with httpx.stream("POST", f"{a.base_url}/stream", json=chat.approval(), timeout=30) as cut:
-            deadline = time.monotonic() + 20
-            while not ready.exists():
-                assert time.monotonic() < deadline, "A never reached the tool"
-                time.sleep(0.01)
+            # A's process writes it; a file is all it can tell.
+            wait_until(ready.exists, "A at the tool", within=20, every=0.01)
             _wait_stopped(a.process.pid)  # A stops itself at the tool's start
             try:
                 # B's retry waits for the chat (its busy timeout is longer than the lease's
@@ -62,7 +61,9 @@ def test_a_stalled_instance_does_not_start_a_tool_after_losing_its_chat(
 
 
 def _wait_stopped(pid: int) -> None:
-    deadline = time.monotonic() + 10
-    while Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "T":
-        assert time.monotonic() < deadline, "A did not stop at the tool's start"
-        time.sleep(0.01)
+    """Until the process is stopped (SIGSTOP): the kernel's word for it is in /proc."""
+    wait_until(
+        lambda: Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] == "T",
+        "A stopped at the tool's start",
+        every=0.01,
+    )

@@ -2,8 +2,8 @@
 declared ``require_confirmation`` (a bool, and a callable deciding per call), a tool's own
 ``request_confirmation(hint=..., payload=...)``, and the same through a resumable ``App``. Each
 test runs on ``POST /stream``, ai 7's socket on ``/live`` and ``/live?chatId=``, through the
-real app and ADK Runner with a scripted model (tests/sample_agents.py); the ledger shows what
-each tool body did, and how often."""
+real app and ADK Runner with a scripted model (tests/support/agents/samples.py); the ledger shows
+what each tool body did, and how often."""
 
 from __future__ import annotations
 
@@ -24,14 +24,14 @@ from adk_stream_protocol.testing import (
     serve_agent,
     settings_for_tests,
 )
-from tests.sample_agents import (
+from tests.support.agents.samples import (
     LOAN_HINT,
     LOAN_PAYLOAD,
     Ledger,
     bank_agent,
     resumable_bank_app,
 )
-from tests.table_chat import TRANSPORTS, TableChat
+from tests.support.table_chat import TRANSPORTS, TableChat
 
 # A wait a test would notice (a call waiting for the page by mistake ends here).
 TIMEOUT_SECONDS = 20

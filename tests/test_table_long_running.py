@@ -3,7 +3,7 @@
 /chats/{chatId}/calls/{callId}/result``, ADR 0040), and one the browser runs (its function
 returns nothing; ADR 0038). Each test runs on ``POST /stream``, ai 7's socket on ``/live`` and
 ``/live?chatId=``, through the real app and ADK Runner with a scripted model
-(tests/sample_agents.py)."""
+(tests/support/agents/samples.py)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import pytest
 
 from adk_stream_protocol.testing import AgentClient, serve_agent, settings_for_tests
-from tests.sample_agents import Ledger, support_agent
-from tests.table_chat import TRANSPORTS, TableChat
+from tests.support.agents.samples import Ledger, support_agent
+from tests.support.table_chat import TRANSPORTS, TableChat
 
 TOKEN = "backend-secret"
 EVERY_TRANSPORT = pytest.mark.parametrize("transport", TRANSPORTS)

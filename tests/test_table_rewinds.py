@@ -2,7 +2,7 @@
 feature on every transport"): ``regenerate()`` and an edited user message rewind the session,
 its state included; a page that reloads builds its chat from ``GET /chats/{chatId}`` and goes
 on. Each test runs on ``POST /stream``, ai 7's socket on ``/live`` and ``/live?chatId=``
-through the real app and ADK Runner with scripted models (tests/sample_agents.py); on
+through the real app and ADK Runner with scripted models (tests/support/agents/samples.py); on
 ``/live?chatId=`` the socket's run starts again on the rewound session (docs/adr/0046).
 The real client does the same in the scenarios ``scenarios/catalogue/reload-*.json``."""
 
@@ -17,8 +17,8 @@ from google.adk.agents import LlmAgent
 
 from adk_stream_protocol.protocol.tool_calls import DISCONNECTED_RESULT
 from adk_stream_protocol.testing import AgentClient, ChatResponse, serve_agent, settings_for_tests
-from tests.sample_agents import Ledger, bank_agent, counter_agent, support_agent
-from tests.table_chat import TRANSPORTS, TableChat
+from tests.support.agents.samples import Ledger, bank_agent, counter_agent, support_agent
+from tests.support.table_chat import TRANSPORTS, TableChat
 
 EVERY_TRANSPORT = pytest.mark.parametrize("transport", TRANSPORTS)
 

@@ -25,7 +25,7 @@ from adk_stream_protocol.testing import (
     outcome_of,
     serve_agent,
 )
-from tests.support import ROOT
+from tests.support.rig import ROOT
 
 
 def transfer(amount: float) -> dict[str, float]:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from adk_stream_protocol.testing import serve_agent
-from tests.transfer_agent import root_agent
+from tests.support.agents.transfer import root_agent
 
 
 def tool_call_ids(messages: list[dict[str, Any]]) -> list[str]:

@@ -5,8 +5,8 @@ Fixtures: one headless Chromium for all the browser tests; the TEXT server is th
 (`server:app` serves the built playground, on ai 7, by default), the AUDIO server the run's
 `audio_server` (tests/conftest.py), and the V6 server one that serves the ai 6 build of the
 page (`playground/dist-v6`); per test the playground open on a new chat, on a `Mode` (the page's
-build and transport: tests/browser/playground.py). When a test fails, a screenshot of each of
-its pages goes to `test-artifacts/browser/`.
+build and transport: tests/support/browser/playground.py). When a test fails, a screenshot of each
+of its pages goes to `test-artifacts/browser/`.
 
 The browser is scoped to this package (the whole run of the browser tests, then released), not
 to the pytest session: Playwright's sync API keeps an asyncio loop marked as running on the main
@@ -36,8 +36,8 @@ from playwright.sync_api import (
     sync_playwright,
 )
 
-from tests.browser.playground import AI7, Mode, Playground, SocketLog
-from tests.support import PLAYGROUND_DIST, ROOT, LiveServer, ServerPool
+from tests.support.browser.playground import AI7, Mode, Playground, SocketLog
+from tests.support.rig import PLAYGROUND_DIST, ROOT, LiveServer, ServerPool
 
 # The ai 6 build of the playground (`npm run build:v6` in playground/).
 PLAYGROUND_DIST_V6 = ROOT / "playground" / "dist-v6"

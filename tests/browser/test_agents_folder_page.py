@@ -12,8 +12,8 @@ import pytest
 from playwright.sync_api import Browser, Response, expect
 
 from tests.browser.conftest import OpenPlayground
-from tests.browser.playground import AI7, Mode
-from tests.support import LiveServer, run_server
+from tests.support.browser.playground import AI7, Mode
+from tests.support.rig import LiveServer, run_server
 
 pytestmark = pytest.mark.browser
 

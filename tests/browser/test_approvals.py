@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.playground import AI6, AI7, Playground
+from tests.support.browser.playground import AI6, AI7, Playground
 
 pytestmark = pytest.mark.browser
 

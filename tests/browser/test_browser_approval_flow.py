@@ -9,8 +9,8 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import PLAYGROUND_DIST_V6, OpenPlayground
-from tests.browser.playground import AI6, AI7, Mode
-from tests.support import PLAYGROUND_DIST, ServerPool
+from tests.support.browser.playground import AI6, AI7, Mode
+from tests.support.rig import PLAYGROUND_DIST, ServerPool
 
 pytestmark = pytest.mark.browser
 

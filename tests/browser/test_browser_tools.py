@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import OpenPlayground
-from tests.browser.playground import AI6, AI7, Mode, Playground
+from tests.support.browser.playground import AI6, AI7, Mode, Playground
 
 pytestmark = pytest.mark.browser
 

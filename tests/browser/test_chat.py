@@ -12,9 +12,9 @@ import pytest
 from playwright.sync_api import FilePayload, expect
 
 from tests.browser.conftest import EACH_PARTIAL, OpenPlayground, server_for
-from tests.browser.playground import AI6, AI7, AI7_VOICE, Mode, Playground
-from tests.browser.slow_network import slow_network
-from tests.support import ServerPool
+from tests.support.browser.playground import AI6, AI7, AI7_VOICE, Mode, Playground
+from tests.support.browser.slow_network import slow_network
+from tests.support.rig import ServerPool
 
 pytestmark = pytest.mark.browser
 

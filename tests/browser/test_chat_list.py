@@ -15,9 +15,9 @@ import pytest
 from playwright.sync_api import Locator, expect
 
 from tests.browser.conftest import EACH_PARTIAL, PLAYGROUND_DIST_V6, OpenPlayground, server_for
-from tests.browser.playground import AI6, AI7, AI7_VOICE, Mode, Playground
-from tests.browser.slow_network import slow_network
-from tests.support import LiveServer, ServerPool, chat_body, post_stream, user_message
+from tests.support.browser.playground import AI6, AI7, AI7_VOICE, Mode, Playground
+from tests.support.browser.slow_network import slow_network
+from tests.support.rig import LiveServer, ServerPool, chat_body, post_stream, user_message
 
 pytestmark = pytest.mark.browser
 
@@ -256,7 +256,7 @@ def test_a_reload_while_an_answer_streams_resumes_it(
     ]
 
 
-CONTINUATION_AGENT = "tests.continuation_agent:root_agent"
+CONTINUATION_AGENT = "tests.support.agents.continuation:root_agent"
 
 
 def approve_and_wait_until_sent(playground: Playground, tool: Locator) -> None:

@@ -1,6 +1,7 @@
 """A tool that asks from its body, with a hint and a payload (ADR 0041): the page shows the hint,
 lets the user edit the payload as JSON, and the tool gets the edited payload
-(tests/leave_agent.py, on the ai 7 page over /stream and ai 7's socket, and the ai 6 page)."""
+(tests/support/agents/leave.py, on the ai 7 page over /stream and ai 7's socket, and the ai 6
+page)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,13 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import PLAYGROUND_DIST_V6, OpenPlayground
-from tests.browser.playground import AI6, AI7, Mode
-from tests.leave_agent import LEDGER_ENV, ledger_lines
-from tests.support import ServerPool
+from tests.support.agents.leave import LEDGER_ENV, ledger_lines
+from tests.support.browser.playground import AI6, AI7, Mode
+from tests.support.rig import ServerPool
 
 pytestmark = pytest.mark.browser
 
-LEAVE_AGENT = {"ADK_STREAM_AGENT": "tests.leave_agent:root_agent"}
+LEAVE_AGENT = {"ADK_STREAM_AGENT": "tests.support.agents.leave:root_agent"}
 
 
 @pytest.mark.parametrize("mode", [*AI7, AI6[0]], ids=str)

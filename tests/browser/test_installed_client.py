@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import ROOT
+from tests.support.rig import ROOT
 
 pytestmark = pytest.mark.browser
 

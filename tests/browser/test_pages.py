@@ -15,8 +15,8 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import PLAYGROUND_DIST_V6, OpenPlayground
-from tests.browser.playground import AI7_VOICE, Mode, Playground
-from tests.support import PLAYGROUND_DIST
+from tests.support.browser.playground import AI7_VOICE, Mode, Playground
+from tests.support.rig import PLAYGROUND_DIST
 
 pytestmark = pytest.mark.browser
 

@@ -12,9 +12,9 @@ import pytest
 from playwright.sync_api import Locator, expect
 
 from tests.browser.conftest import OpenPlayground
-from tests.browser.playground import AI6, AI7, Mode, Playground
-from tests.browser.slow_network import slow_network
-from tests.support import LiveServer
+from tests.support.browser.playground import AI6, AI7, Mode, Playground
+from tests.support.browser.slow_network import slow_network
+from tests.support.rig import LiveServer
 
 pytestmark = pytest.mark.browser
 

@@ -9,8 +9,8 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import OpenPlayground
-from tests.browser.playground import AI7_VOICE
-from tests.support import LiveServer
+from tests.support.browser.playground import AI7_VOICE
+from tests.support.rig import LiveServer
 
 pytestmark = pytest.mark.browser
 

@@ -44,7 +44,13 @@ LEASE_TTL = 1.0  # seconds, in Redis: renewed while held, so never reached by th
 LOG_TTL = 5.0
 
 
-@pytest.fixture(params=["local", "redis", "redis-cluster"])
+@pytest.fixture(
+    params=[
+        "local",
+        pytest.param("redis", marks=pytest.mark.out_of_process),
+        pytest.param("redis-cluster", marks=pytest.mark.out_of_process),
+    ]
+)
 def backend(request: pytest.FixtureRequest) -> tuple[str, str, bool] | None:
     """Where the coordination under test keeps its state: None for this process, or the
     Redis URL, the key prefix and whether it is a cluster (the test skips, or fails in CI,

@@ -2,7 +2,7 @@
 transactions run on a cluster; signals cross its nodes; a server on one answers and resumes.
 
 The cluster is three real ``redis-server`` nodes this run starts (``redis_cluster_url`` in
-tests/services.py; skipped with the reason where ``redis-server`` is absent, failed in CI).
+tests/support/services.py; skipped with the reason where ``redis-server`` is absent, failed in CI).
 The coordination's contract runs on it too, in ``test_coordination.py``.
 """
 
@@ -29,7 +29,15 @@ from adk_stream_protocol.coordination.redis.coordination import (
 )
 from adk_stream_protocol.coordination.redis.signals import RedisKeys
 from tests.coordination.test_coordination import Listener, Reader, read_all
-from tests.support import chat_body, post_stream, run_server, stream_result, streaming, user_message
+from tests.coordination.test_redis_coordination import waiting_for_the_chat
+from tests.support.rig import (
+    chat_body,
+    post_stream,
+    run_server,
+    stream_result,
+    streaming,
+    user_message,
+)
 
 CHAT: ChatKey = ("user:1/ü*?[x]{tag}", "chat-{1}")  # braces, as a hash tag would have them
 CHATS: list[ChatKey] = [CHAT, ("local-user", "chat-1"), ("a:b", "c"), ("a", "b:c"), ("", "x")]
@@ -168,7 +176,7 @@ async def test_a_lease_released_in_one_process_goes_at_once_to_a_waiter_in_anoth
     assert await store.get(keys.lease(CHAT)) == lease.token.encode()
     assert await second.coordination.leases.try_acquire(CHAT) is None
     waiter = asyncio.create_task(second.coordination.leases.acquire(CHAT, BOUND))
-    await asyncio.sleep(0.05)
+    await waiting_for_the_chat(second, CHAT)
     assert not waiter.done()
     loop = asyncio.get_running_loop()
     released = loop.time()
@@ -234,7 +242,7 @@ def test_a_server_on_the_cluster_answers_and_resumes(
         "ADK_STREAM_REDIS_KEY_PREFIX": f"test-{uuid.uuid4().hex[:8]}",
         "ADK_STREAM_RESUMABLE_STREAMS": "true",
         "ADK_STREAM_LEASE_TTL_SECONDS": "2",
-        "ADK_STREAM_AGENT": "tests.agents:slow_live_agent",
+        "ADK_STREAM_AGENT": "tests.support.agents.tools:slow_live_agent",
     }
     with run_server(tmp_path, env) as server:
         assert "coordination=redis-cluster" in server.log()

@@ -27,6 +27,7 @@ from adk_stream_protocol.coordination.redis.coordination import (
 )
 from adk_stream_protocol.coordination.redis.signals import RedisKeys
 from tests.coordination.test_coordination import Listener, Reader, read_all
+from tests.support.waiting import until
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAT: ChatKey = ("user:1/ü*?[x]", "chat-1")  # a user id with every kind of character
@@ -40,6 +41,13 @@ Connect = Callable[..., Awaitable[RedisCoordination]]
 
 async def within(seconds: float, work: Awaitable[Any]) -> Any:
     return await asyncio.wait_for(work, seconds)
+
+
+async def waiting_for_the_chat(process: RedisCoordination, chat: ChatKey = CHAT) -> None:
+    """Until a lease waiter of ``process`` listens for the chat's ``freed`` signal, as it does
+    when it starts, before its first try (the process's handlers are all that show it)."""
+    channel = process._leases.keys.signal("freed", chat)
+    await until(lambda: channel in process._signals._handlers, "a waiter listening")
 
 
 class Holder:
@@ -139,7 +147,7 @@ async def test_a_waiter_in_another_process_gets_the_chat_the_moment_it_is_releas
     with pytest.raises(TimeoutError):
         await second.coordination.leases.acquire(CHAT, 0.05)
     waiter = asyncio.create_task(second.coordination.leases.acquire(CHAT, BOUND))
-    await asyncio.sleep(0.05)  # let it take its first try (a later start would also pass)
+    await waiting_for_the_chat(second)
     assert not waiter.done()
     loop = asyncio.get_running_loop()
     released = loop.time()
@@ -159,7 +167,7 @@ async def test_a_cancelled_waiter_leaves_nothing_behind(
     first, second = await connect(), await connect()
     lease = await first.coordination.leases.acquire(CHAT, BOUND)
     waiter = asyncio.create_task(second.coordination.leases.acquire(CHAT, BOUND))
-    await asyncio.sleep(0.05)
+    await waiting_for_the_chat(second)
     waiter.cancel()
     with pytest.raises(asyncio.CancelledError):
         await waiter

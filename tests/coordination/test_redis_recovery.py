@@ -25,10 +25,14 @@ from tests.coordination.test_redis_coordination import (
     BOUND,
     CHAT,
     Connect,
+    waiting_for_the_chat,
     within,
 )
+from tests.support.waiting import until
 
-POLL = 0.01  # seconds, while a test waits for the reader to see its connection go or come
+# Seconds a test gives what must not happen (a signal reaching a process that was cut off, a
+# hook acting on an old signal): an absence has no event to wait on.
+NOTHING_SECONDS = 0.2
 
 
 async def cut_off(store: redis.Redis, process: RedisCoordination) -> Callable[[], None]:
@@ -50,15 +54,15 @@ async def cut_off(store: redis.Redis, process: RedisCoordination) -> Callable[[]
     ours = [c["id"] for c in clients if c["addr"].rsplit(":", 1)[1] == str(port)]
     assert len(ours) == 1, clients
     await store.client_kill_filter(_id=ours[0])
-    # The reader has seen its connection go, and now waits at the gate.
-    while connection.is_connected:  # noqa: ASYNC110 - redis-py has no event for it
-        await asyncio.sleep(POLL)
+    # The reader has seen its connection go, and now waits at the gate (redis-py has no event
+    # for it).
+    await until(lambda: not connection.is_connected, "the reader without its connection")
     return gate.set
 
 
 async def reconnected(process: RedisCoordination, before: int) -> None:
-    while process._signals.subscriptions <= before:  # noqa: ASYNC110 - a counter, no event
-        await asyncio.sleep(POLL)
+    # A count of subscriptions, no event.
+    await until(lambda: process._signals.subscriptions > before, "the reader subscribed again")
 
 
 @pytest.mark.asyncio
@@ -70,7 +74,7 @@ async def test_a_stop_published_while_the_subscriber_reconnects_still_stops(
     other = await running.coordination.stops.subscribe((CHAT[0], "chat-2"))
     reopen = await cut_off(store, running)
     await stopping.coordination.stops.stop(CHAT)
-    await asyncio.sleep(0.2)
+    await asyncio.sleep(NOTHING_SECONDS)
     assert not subscription.stopped.is_set()  # nobody of that process listened
     reopen()
     await within(BOUND, subscription.stopped.wait())
@@ -89,7 +93,7 @@ async def test_a_delete_published_while_the_subscriber_reconnects_still_deletes(
     subscription = await running.coordination.stops.subscribe(CHAT)
     reopen = await cut_off(store, running)
     await stopping.coordination.stops.stop(CHAT, deleted=True)
-    await asyncio.sleep(0.2)
+    await asyncio.sleep(NOTHING_SECONDS)
     assert not subscription.stopped.is_set()  # nobody of that process listened
     reopen()
     await within(BOUND, subscription.stopped.wait())
@@ -103,13 +107,13 @@ async def test_a_stop_from_before_the_subscription_does_not_stop_it_after_a_reco
 ) -> None:
     running, stopping = await connect(), await connect()
     await stopping.coordination.stops.stop(CHAT)  # an earlier response's stop
-    await asyncio.sleep(0.2)  # its signal has come and gone
+    await asyncio.sleep(NOTHING_SECONDS)  # its signal has come and gone
     subscription = await running.coordination.stops.subscribe(CHAT)
     before = running._signals.subscriptions
     reopen = await cut_off(store, running)
     reopen()
     await within(BOUND, reconnected(running, before))
-    await asyncio.sleep(0.2)  # the hooks ran
+    await asyncio.sleep(NOTHING_SECONDS)  # the hooks ran
     assert not subscription.stopped.is_set()
     await subscription.close()
 
@@ -122,10 +126,10 @@ async def test_a_lease_waiter_whose_freed_signal_was_lost_tries_again_after_a_re
     lease = await holding.coordination.leases.acquire(CHAT, 1)
     # It would wait up to 4 * BOUND: the holder's key has 30 s left.
     waiter = asyncio.create_task(waiting.coordination.leases.acquire(CHAT, 4 * BOUND))
-    await asyncio.sleep(0.2)
+    await waiting_for_the_chat(waiting)
     reopen = await cut_off(store, waiting)
     await lease.release()  # its freed signal is lost
-    await asyncio.sleep(0.2)
+    await asyncio.sleep(NOTHING_SECONDS)
     assert not waiter.done()
     reopen()
     taken = await within(BOUND, waiter)  # long before the 30 s TTL
@@ -154,7 +158,7 @@ async def test_an_answer_published_while_the_waiting_process_reconnects_still_re
         await answering.coordination.pending.decide(CHAT, call.approval_id, True)
     else:
         await answering.coordination.pending.deliver(CHAT, "call-loc", {"lat": 35.6})
-    await asyncio.sleep(0.2)
+    await asyncio.sleep(NOTHING_SECONDS)
     assert not wait.done()
     reopen()
     expected = "approved" if kind == "decision" else {"lat": 35.6}

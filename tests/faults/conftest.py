@@ -1,5 +1,6 @@
-"""The fault tests' stores and server: a private PostgreSQL and Redis (``stores.py``) and one
-real uvicorn on them, shared by a module's tests. Each test leaves both stores running."""
+"""The fault tests' stores and server: a private PostgreSQL and Redis
+(``tests/support/faults/stores.py``) and one real uvicorn on them, shared by a module's tests.
+Each test leaves both stores running."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.faults.stores import PrivatePostgres, PrivateRedis
-from tests.support import LiveServer, run_server
+from tests.support.faults.stores import PrivatePostgres, PrivateRedis
+from tests.support.rig import LiveServer, run_server
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +40,7 @@ def server_env(postgres: PrivatePostgres, redis_store: PrivateRedis) -> dict[str
         "ADK_STREAM_RESUMABLE_STREAMS": "true",
         "ADK_STREAM_LEASE_TTL_SECONDS": "1",
         # The tests' agent: a slow tool ("slow 2"), an approval above 100 ("transfer 150").
-        "ADK_STREAM_AGENT": "tests.agents:slow_live_agent",
+        "ADK_STREAM_AGENT": "tests.support.agents.tools:slow_live_agent",
         "ADK_STREAM_KEEP_ALIVE_SECONDS": "0.5",
     }
 

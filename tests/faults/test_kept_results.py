@@ -22,13 +22,14 @@ from google.adk.events import Event
 
 from adk_stream_protocol.foundation.outages import RESULTS_WAITING_MESSAGE
 from tests import test_scale_out as scale_out
-from tests.faults.checks import OUTAGE_WARNING, LogWindow, assert_ends, errors_of
 from tests.faults.conftest import server_env
-from tests.faults.stores import PrivatePostgres, PrivateRedis
-from tests.support import LiveServer, run_server, sse_payloads, stream_result
+from tests.support.faults.checks import OUTAGE_WARNING, LogWindow, assert_ends, errors_of
+from tests.support.faults.stores import PrivatePostgres, PrivateRedis
+from tests.support.rig import LiveServer, run_server, sse_payloads, stream_result
+from tests.support.waiting import wait_until
 from tests.test_crashes import Chat, tool_outcomes
 
-APP_NAME = "crashes"  # tests/crash_agent.py
+APP_NAME = "crashes"  # tests/support/agents/crash.py
 DOWN_SECONDS = 2.0
 SAVED_WITHIN_SECONDS = 8.0
 
@@ -48,7 +49,7 @@ def payments_env(
 ) -> dict[str, str]:
     return {
         **server_env(postgres, redis_store),
-        "ADK_STREAM_AGENT": "tests.crash_agent:app",
+        "ADK_STREAM_AGENT": "tests.support.agents.crash:app",
         "CRASH_LEDGER": str(ledger),
         "RESULT_READY": str(ready),
         "RESULT_WAIT": "1",
@@ -87,11 +88,14 @@ def other_payments(
 def retried_until_answered(server: LiveServer, chat: Chat, refusals: tuple[int, ...]) -> Any:
     """The approval sent again, as a client retries it while it is refused (``refusals``),
     until it is answered: the payment's kept result, shown."""
-    deadline = time.monotonic() + 10
-    while (again := server.http.post("/stream", json=chat.approval())).status_code in refusals:
-        assert time.monotonic() < deadline, again.text[:300]
-        time.sleep(0.2)
-    finished = stream_result(again)
+    sent: list[httpx.Response] = []
+
+    def answered() -> bool:
+        sent[:] = [server.http.post("/stream", json=chat.approval())]
+        return sent[0].status_code not in refusals
+
+    wait_until(answered, lambda: sent[0].text[:300], every=0.2)
+    finished = stream_result(sent[0])
     assert finished.status == 200, finished.body
     (outcome,) = tool_outcomes(finished)
     assert outcome["type"] == "tool-output-available", outcome
@@ -114,6 +118,18 @@ def stored_results(postgres: PrivatePostgres, chat_id: str) -> list[dict[str, An
     ]
 
 
+def saved_within(
+    postgres: PrivatePostgres, chat_id: str, window: LogWindow
+) -> list[dict[str, Any]]:
+    """The payment's results, once the server saved them (in the store: read until there)."""
+    return wait_until(
+        lambda: stored_results(postgres, chat_id),
+        lambda: window.text()[-4000:],
+        within=SAVED_WITHIN_SECONDS,
+        every=0.2,
+    )
+
+
 def approve_while_postgres_stops(
     server: LiveServer, chat: Chat, postgres: PrivatePostgres, ready: Path
 ) -> tuple[httpx.Response, float]:
@@ -127,10 +143,8 @@ def approve_while_postgres_stops(
 
     approving = threading.Thread(target=approve)
     approving.start()
-    deadline = time.monotonic() + 15
-    while not ready.exists():
-        assert time.monotonic() < deadline, "the payment never ran"
-        time.sleep(0.02)
+    # The server process writes it; a file is all it can tell.
+    wait_until(ready.exists, "the payment ran", within=15)
     # The payment is done; its result is returned in about a second: stop the store first.
     postgres.stop("fast")
     stopped = time.monotonic()
@@ -155,12 +169,10 @@ def test_a_result_the_store_missed_is_saved_when_it_is_back(
     assert retry.status_code == 503, retry.text[:300]
     assert int(retry.headers["retry-after"]) >= 1
 
+    # The store stays down DOWN_SECONDS: the outage is what is tested.
     time.sleep(max(0.0, DOWN_SECONDS - (time.monotonic() - stopped)))
     postgres.start()
-    back = time.monotonic()
-    while not (results := stored_results(postgres, chat.id)):
-        assert time.monotonic() - back < SAVED_WITHIN_SECONDS, window.text()[-4000:]
-        time.sleep(0.2)
+    results = saved_within(postgres, chat.id, window)
     assert results == [{"paid": 10, "to": "Bob"}]
 
     finished = retried_until_answered(payments, chat, (503,))
@@ -198,12 +210,10 @@ def test_another_instance_also_answers_503_while_results_wait(
         assert int(retry.headers["retry-after"]) >= 1
         assert retry.json()["detail"] == RESULTS_WAITING_MESSAGE
 
+    # The store stays down DOWN_SECONDS: the outage is what is tested.
     time.sleep(max(0.0, DOWN_SECONDS - (time.monotonic() - stopped)))
     postgres.start()
-    back = time.monotonic()
-    while not stored_results(postgres, chat.id):
-        assert time.monotonic() - back < SAVED_WITHIN_SECONDS, window.text()[-4000:]
-        time.sleep(0.2)
+    saved_within(postgres, chat.id, window)
     # The holder lets the chat go once the result is saved: the other instance finishes it.
     retried_until_answered(other_payments, chat, (409, 503))
     assert len(chat.payments()) == paid_before + 1

@@ -9,11 +9,12 @@ from __future__ import annotations
 import time
 import uuid
 
-from tests.faults.checks import LogWindow, assert_ends, back_within, errors_of
-from tests.faults.stores import PrivatePostgres
-from tests.support import LiveServer, LiveSocket, chat_body, streaming, user_message
+from tests.support.faults.checks import LogWindow, assert_ends, back_within, errors_of
+from tests.support.faults.stores import PrivatePostgres
+from tests.support.rig import LiveServer, LiveSocket, chat_body, streaming, user_message
 
-# The tests' agent answers "think <s>" after that long, and runs "slow <s>" as a tool.
+# The tests' agent answers "think <s>" after that long, and runs "slow <s>" as a tool: the
+# store stops this far into that slow step, which nothing outside the server can see begin.
 MIDWAY_SECONDS = 0.6
 DOWN_SECONDS = 0.5
 
@@ -23,7 +24,7 @@ def new_chat(name: str) -> str:
 
 
 def back(server: LiveServer, postgres: PrivatePostgres) -> None:
-    time.sleep(DOWN_SECONDS)
+    time.sleep(DOWN_SECONDS)  # the outage's length is the test's
     postgres.start()
     body = chat_body(new_chat("back"), user_message("hi", "u1"))
     back_within(lambda: server.http.post("/stream", json=body))

@@ -17,8 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from tests.ai7_socket import V7Socket
-from tests.faults.checks import (
+from tests.support.ai7_socket import V7Socket
+from tests.support.faults.checks import (
     LogWindow,
     assert_answered_or_unavailable,
     assert_ends,
@@ -26,8 +26,8 @@ from tests.faults.checks import (
     back_within,
     errors_of,
 )
-from tests.faults.stores import PrivatePostgres, PrivateRedis
-from tests.support import (
+from tests.support.faults.stores import PrivatePostgres, PrivateRedis
+from tests.support.rig import (
     HandshakeRefused,
     LiveServer,
     LiveSocket,
@@ -40,6 +40,7 @@ from tests.support import (
     streaming,
     user_message,
 )
+from tests.support.waiting import wait_until
 
 # A store that does not answer is given up on within its timeouts (store/sessions.py,
 # coordination/redis/coordination.py), well before this.
@@ -96,14 +97,13 @@ def test_requests_while_postgres_starts_up_get_503_or_an_answer(
     window = LogWindow(server)
     postgres.stop("fast")
     postgres.start(wait=False)
-    deadline = time.monotonic() + 15
-    while True:
+
+    def answered() -> bool:
         response = server.http.post("/stream", json=first_message("starting"))
-        assert_answered_or_unavailable(response)
-        if response.status_code == 200:
-            break
-        assert time.monotonic() < deadline, "PostgreSQL did not come back"
-        time.sleep(0.02)
+        assert_answered_or_unavailable(response)  # each answer on the way, too
+        return response.status_code == 200
+
+    wait_until(answered, "PostgreSQL back", within=15)
     text = window.text()
     assert "Traceback" not in text and " ERROR " not in text, text[-3000:]
 
@@ -177,7 +177,7 @@ def test_a_resume_while_redis_restarts_empty_ends_with_an_error_and_done(
             resumed = StreamReading(follow)
             assert resumed.first_event()["type"] == "start"
             redis_store.kill()
-            time.sleep(0.2)
+            time.sleep(0.2)  # Redis down a moment: the outage is what is tested
             redis_store.start()
             payloads = resumed.rest()  # the body ends; it is not cut
         assert_ends(payloads)

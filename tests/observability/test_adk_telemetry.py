@@ -17,7 +17,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.trace import TracerProvider
 
 from adk_stream_protocol.observability.adk_telemetry import observes, resolved_telemetry_config
-from tests.support import ROOT
+from tests.support.rig import ROOT
 
 VARIABLES = (
     "OTEL_SEMCONV_STABILITY_OPT_IN",
@@ -125,7 +125,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tests.support import chat_body, in_process_app, post_stream, user_message
+from tests.support.rig import chat_body, in_process_app, post_stream, user_message
 
 
 def asked(served, chat):
@@ -184,6 +184,7 @@ def _runs_before_and_after_a_provider(environment: dict[str, str]) -> dict[str, 
     return found
 
 
+@pytest.mark.out_of_process  # a Python of its own per run
 def test_a_run_nothing_observes_gets_the_cheapest_switches_and_one_observed_the_resolved(
     environment: pytest.MonkeyPatch,
 ) -> None:

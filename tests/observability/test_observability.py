@@ -13,6 +13,7 @@ import hashlib
 import re
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -25,8 +26,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.ai7_socket import V7Socket
-from tests.support import (
+from tests.support.ai7_socket import V7Socket
+from tests.support.rig import (
     ROOT,
     InProcessApp,
     LiveSocket,
@@ -40,8 +41,14 @@ from tests.support import (
 )
 from tests.transports.test_live_endpoint import LiveChat
 
-AGENT = "tests.agents:root_agent"  # "transfer 500" asks for approval, "explode" raises
+AGENT = (
+    "tests.support.agents.tools:root_agent"  # "transfer 500" asks for approval, "explode" raises
+)
 PAYMENT = "Send 50 dollars to Hanako"
+
+
+# Told of each span that ends while a test records (what ``finished`` waits on).
+SPAN_ENDED = threading.Condition()
 
 
 class _Recording(SimpleSpanProcessor):
@@ -54,6 +61,8 @@ class _Recording(SimpleSpanProcessor):
     def on_end(self, span: ReadableSpan) -> None:
         if self.on:
             super().on_end(span)
+            with SPAN_ENDED:
+                SPAN_ENDED.notify_all()
 
 
 @pytest.fixture(scope="session")
@@ -87,13 +96,12 @@ def hashed(chat_id: str) -> str:
 
 def finished(exporter: InMemorySpanExporter, count: int, name: str) -> list[ReadableSpan]:
     """The spans so far, once ``count`` spans named ``name`` have ended (a run's last spans
-    can end just after its response's last chunk was read)."""
-    deadline = time.monotonic() + 10
-    while True:
-        found = list(exporter.get_finished_spans())
-        if sum(s.name == name for s in found) >= count or time.monotonic() > deadline:
-            return found
-        time.sleep(0.02)
+    can end just after its response's last chunk was read), or after 10 s."""
+    with SPAN_ENDED:
+        SPAN_ENDED.wait_for(
+            lambda: sum(s.name == name for s in exporter.get_finished_spans()) >= count, 10
+        )
+    return list(exporter.get_finished_spans())
 
 
 def ours(found: list[ReadableSpan], chat_id: str, name: str = "adk_stream.response") -> list[Any]:
@@ -323,7 +331,7 @@ def test_an_approval_that_times_out_is_counted_as_such(tmp_path: Any) -> None:
         try:
             chat = LiveChat(live)
             chat.say(PAYMENT)
-            time.sleep(0.6)  # six times the timeout
+            time.sleep(0.6)  # six times the timeout: its lapse is what is counted
             late = chat.answer(True)
         finally:
             live.close()
@@ -337,7 +345,7 @@ def test_an_approval_that_times_out_is_counted_as_such(tmp_path: Any) -> None:
 def test_refused_requests_are_counted_by_status(tmp_path: Any) -> None:
     """Requests refused before a response began: no response, but what an operator watches
     for (bad input, busy chats, load shed at the response limit)."""
-    agent = "tests.agents:root_agent"  # its `slow N` holds a response open
+    agent = "tests.support.agents.tools:root_agent"  # its `slow N` holds a response open
     with in_process_app(tmp_path, metrics=True, max_concurrent_responses=1, agent=agent) as target:
         assert target.http.post("/stream", json={"id": "c1", "messages": []}).status_code == 422
         plain = {"content-type": "text/plain"}
@@ -387,6 +395,7 @@ def test_metrics_are_off_by_default(app: InProcessApp) -> None:
     assert app.http.get("/metrics").status_code == 404
 
 
+@pytest.mark.out_of_process  # README's snippet in a Python of its own
 def test_the_readmes_tracing_setup_runs() -> None:
     """README's snippet, run as written in a Python of its own (it sets the global provider)."""
     section = (ROOT / "README.md").read_text(encoding="utf-8").split("## Traces and metrics")[1]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from adk_stream_protocol import Settings
-from tests.recordings import (
+from tests.support.recordings import (
     FRAME_SECRET,
     HTTP_SECRET,
     Recorded,
@@ -22,7 +22,7 @@ from tests.recordings import (
     record_demo_conversations,
     wait_for_files,
 )
-from tests.support import (
+from tests.support.rig import (
     answer_approvals,
     assistant_message,
     chat_body,

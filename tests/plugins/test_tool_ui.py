@@ -28,8 +28,8 @@ from adk_stream_protocol.protocol.chunks import (
     ToolInputStartChunk,
 )
 from adk_stream_protocol.turns.deferral import Deferral
-from tests.ai7_socket import V7Socket
-from tests.support import (
+from tests.support.ai7_socket import V7Socket
+from tests.support.rig import (
     InProcessApp,
     LiveSocket,
     StreamResult,

@@ -12,7 +12,7 @@ from google.genai import types
 from adk_stream_protocol.protocol.chunks import BaseChunk
 from adk_stream_protocol.protocol.converter import StreamProtocolConverter
 from adk_stream_protocol.protocol.event_values import map_finish_reason
-from tests.support import assert_emitted_chunk, assert_strict_chunk
+from tests.support.rig import assert_emitted_chunk, assert_strict_chunk
 
 AGENT = "demo_agent"
 

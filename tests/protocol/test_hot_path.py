@@ -24,7 +24,7 @@ from adk_stream_protocol.protocol.converter import StreamProtocolConverter
 from adk_stream_protocol.turns.delta_coalescing import DeltaCoalescer
 from bench.converter import adk_events
 from tests.protocol.test_converter import model_event, text
-from tests.support import assert_emitted_chunk, assert_strict_chunk
+from tests.support.rig import assert_emitted_chunk, assert_strict_chunk
 
 
 def converted(events: Sequence[Event], ai_sdk: AiSdkVersion = 6) -> list[BaseChunk]:

@@ -12,7 +12,9 @@ import pytest
 from adk_stream_protocol.protocol.chunks import AiSdkVersion, StartChunk
 from adk_stream_protocol.protocol.message_chunks import message_chunks
 from adk_stream_protocol.protocol.message_fold import MessageFold
-from tests.real_client import run_real_client
+from tests.support.real_client import run_real_client
+
+pytestmark = pytest.mark.out_of_process  # the real AI SDK clients, in Node
 
 USER = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Go"}]}
 

@@ -8,12 +8,12 @@ read them. The fold must give the same JSON, and stop reading where the client d
 Two sources of responses:
 
 - the server's own: every scenario of the catalogue (scenarios/catalogue), and a few of
-  tests/agents.py's answers (a stop from another tab, citations, a tool that raises), run by
-  the real client (over ``/stream`` with ai 6 and 7, over ``/live`` with ai 6 on our transport
-  and ai 7 on its own), each request folded from the messages it carried (as the stock helpers
-  left them: approvals, browser outputs, edits) and the chunks the client read. The 6.x
+  tests/support/agents/tools.py's answers (a stop from another tab, citations, a tool that raises),
+  run by the real client (over ``/stream`` with ai 6 and 7, over ``/live`` with ai 6 on our
+  transport and ai 7 on its own), each request folded from the messages it carried (as the stock
+  helpers left them: approvals, browser outputs, edits) and the chunks the client read. The 6.x
   runs are also folded by 6.0.25, which differs in one place (``as_6_0_25``);
-- hand-written ones (``fold_cases.py``): orders and chunks the server never sends.
+- hand-written ones (``tests/support/fold_cases.py``): orders and chunks the server never sends.
 """
 
 from __future__ import annotations
@@ -25,10 +25,12 @@ import pytest
 
 from adk_stream_protocol.protocol.message_fold import MessageFold
 from adk_stream_protocol.protocol.partial_json import NO_VALUE, fix_json, parse_partial_json
-from tests.protocol.fold_cases import CASES, FoldCase
-from tests.real_client import V7, client_job, run_real_clients, start_jobs
-from tests.support import ServerPool
+from tests.support.fold_cases import CASES, FoldCase
+from tests.support.real_client import V7, client_job, run_real_clients, start_jobs
+from tests.support.rig import ServerPool
 from tests.test_scenarios import load_scenarios, runs
+
+pytestmark = pytest.mark.out_of_process  # the real AI SDK clients and fold-check.mjs, in Node
 
 NEW_ID = "new-message-id"  # the id fold-check.mjs's chat gives a new message
 
@@ -146,10 +148,10 @@ FOLDED_RUNS = {("stream", "6"), ("stream", V7), ("live", "6"), ("live", V7)}
 AT_ONCE = 6
 
 
-# What the catalogue does not hold: tests/agents.py's answers, on /stream (ai 6 and 7) and ai
-# 7's socket. Another tab's stop (an `abort`, and for ai 7 the finish reason "interrupted"),
-# a cited answer (ai 7's `citations`), a tool that raises, an approval by arguments.
-TEST_AGENT = {"ADK_STREAM_AGENT": "tests.agents:root_agent"}
+# What the catalogue does not hold: tests/support/agents/tools.py's answers, on /stream (ai 6 and
+# 7) and ai 7's socket. Another tab's stop (an `abort`, and for ai 7 the finish reason
+# "interrupted"), a cited answer (ai 7's `citations`), a tool that raises, an approval by arguments.
+TEST_AGENT = {"ADK_STREAM_AGENT": "tests.support.agents.tools:root_agent"}
 EXTRA_SCENARIOS = [
     {"name": name, "server": TEST_AGENT, "clients": {"live": [V7]}, "job": job}
     for name, job in {

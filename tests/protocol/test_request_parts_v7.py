@@ -32,8 +32,8 @@ from adk_stream_protocol.protocol.parts.steering import SteeringMessageUIPart
 from adk_stream_protocol.protocol.parts.text import TextUIPart
 from adk_stream_protocol.protocol.ui_messages import parse_chat_request
 from adk_stream_protocol.store.history import STEERING_IDS_KEY
-from tests.ai7_socket import V7Socket
-from tests.support import (
+from tests.support.ai7_socket import V7Socket
+from tests.support.rig import (
     PNG_1X1,
     InProcessApp,
     LiveSocket,

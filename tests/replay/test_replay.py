@@ -1,7 +1,7 @@
 """Replay (docs/adr/0026): ``create_replay_app`` serves the recordings of the real app on
 ``POST /stream`` and both ``/live`` protocols, with no agent; in this process.
 
-The recordings come from the real app (``tests/recordings.py``); a few tests add files made
+The recordings come from the real app (``tests/support/recordings.py``); a few tests add files made
 by hand, in the same format, where they need times or chunks a demo answer does not have.
 """
 
@@ -21,9 +21,9 @@ from starlette.testclient import TestClient
 
 from adk_stream_protocol import Settings
 from adk_stream_protocol.replay.app import create_replay_app
-from tests.ai7_socket import V7Socket
-from tests.recordings import PAYMENT, WEATHER, Recorded, new_chat, record_demo_conversations
-from tests.support import (
+from tests.support.ai7_socket import V7Socket
+from tests.support.recordings import PAYMENT, WEATHER, Recorded, new_chat, record_demo_conversations
+from tests.support.rig import (
     PLAYGROUND_DIST,
     InProcessApp,
     LiveSocket,
@@ -302,6 +302,8 @@ def test_an_aborted_request_gets_nothing_more(tmp_path: Path) -> None:
             socket.frame({"type": "abort", "requestId": slow})
             fast = socket.reply(socket.send(new_chat(), user_message("fast", "u")))
             assert fast.last == "end"
+            # Time for the aborted reply's chunks to come, were they still sent (one each
+            # 100 ms): what must not come can only be waited for.
             time.sleep(0.5)
             socket.reply(socket.send(new_chat(), user_message("fast", "u")))
             frames = socket.replies[slow].frames
@@ -328,6 +330,7 @@ def test_an_interrupt_ends_the_replayed_response_cleanly(tmp_path: Path) -> None
     assert len(chunks) < len(answer("a b c d e f g h"))
 
 
+@pytest.mark.out_of_process  # the built page (playground/dist), which npm makes
 def test_health_playground_and_resume(recorded: Recorded, replay: InProcessApp) -> None:
     health = replay.http.get("/health")
     assert health.json() == {"status": "ok", "recordings": len(recorded.exchanges)}

@@ -13,7 +13,7 @@ import pytest
 
 from adk_stream_protocol import Settings
 from adk_stream_protocol.replay.app import create_replay_app
-from tests.real_client import (
+from tests.support.real_client import (
     V7,
     assistant_messages,
     checked,
@@ -23,12 +23,14 @@ from tests.real_client import (
     text_of,
     tool_parts,
 )
-from tests.recordings import PAYMENT, Recorded, record_demo_conversations
-from tests.support import (
+from tests.support.recordings import PAYMENT, Recorded, record_demo_conversations
+from tests.support.rig import (
     PLAYGROUND_DIST,
     LiveServer,
     serve_app_in_thread,
 )
+
+pytestmark = pytest.mark.out_of_process  # the real AI SDK client, in Node
 
 # (client, over ai 7's own WebSocket transport on /live)
 CLIENTS = [("6.0.25", False), (V7, False), (V7, True)]

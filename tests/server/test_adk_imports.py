@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from adk_stream_protocol.server.adk_imports import A2A_PACKAGE, REMOTE_AGENT_MODULE
-from tests.support import chat_body, in_process_app, post_stream, user_message
+from tests.support.rig import chat_body, in_process_app, post_stream, user_message
 
 
 def test_without_a2a_a_run_no_longer_loads_adks_remote_agent_module(

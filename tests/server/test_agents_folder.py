@@ -17,7 +17,7 @@ from adk_stream_protocol import Settings
 from adk_stream_protocol.demo.replies import MISSING_TOOLS_TEXT
 from adk_stream_protocol.foundation.security import PLAYGROUND_CSP
 from adk_stream_protocol.server.agents_folder import create_server
-from tests.support import (
+from tests.support.rig import (
     PLAYGROUND_DIST,
     StreamResult,
     assert_valid_stream,

@@ -11,13 +11,14 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from adk_stream_protocol.server.backends import MissingExtraError
-from tests.support import ROOT, stop_process
+from tests.support.rig import ROOT, stop_process
+from tests.support.waiting import wait_until
 
 OPTIONAL_CLIENTS = ("asyncpg", "sqlalchemy", "greenlet", "redis", "prometheus_client")
 
@@ -68,6 +69,7 @@ def test_the_message_installs_the_extra_from_a_checkout() -> None:
     assert_names_the_extra(str(error), "redis")
 
 
+@pytest.mark.out_of_process  # a Python process without the optional clients
 def test_postgres_store_without_its_driver_names_the_postgres_extra(tmp_path: Path) -> None:
     store = "postgresql+asyncpg://app@127.0.0.1:1/chats"  # never reached
     output = refused_start(
@@ -78,6 +80,7 @@ def test_postgres_store_without_its_driver_names_the_postgres_extra(tmp_path: Pa
     assert_names_the_extra(output, "postgres")
 
 
+@pytest.mark.out_of_process  # a Python process without the optional clients
 def test_libpq_postgres_url_without_its_driver_names_the_postgres_extra(tmp_path: Path) -> None:
     store = "postgres://app@127.0.0.1:1/chats"
     output = refused_start(
@@ -87,6 +90,7 @@ def test_libpq_postgres_url_without_its_driver_names_the_postgres_extra(tmp_path
     assert_names_the_extra(output, "postgres")
 
 
+@pytest.mark.out_of_process  # a Python process without the optional clients
 def test_redis_coordination_without_its_client_names_the_redis_extra(tmp_path: Path) -> None:
     env = {
         "ADK_STREAM_SESSION_STORE": f"sqlite:///{tmp_path / 'sessions.db'}",
@@ -97,6 +101,7 @@ def test_redis_coordination_without_its_client_names_the_redis_extra(tmp_path: P
     assert_names_the_extra(output, "redis")
 
 
+@pytest.mark.out_of_process  # a Python process without the optional clients
 def test_metrics_without_their_client_name_the_metrics_extra(tmp_path: Path) -> None:
     env = {
         "ADK_STREAM_SESSION_STORE": f"sqlite:///{tmp_path / 'sessions.db'}",
@@ -107,20 +112,21 @@ def test_metrics_without_their_client_name_the_metrics_extra(tmp_path: Path) -> 
     assert_names_the_extra(output, "metrics")
 
 
+@pytest.mark.out_of_process  # a Python process without the optional clients
 def test_the_default_stores_need_no_extra(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     env = {"ADK_STREAM_SESSION_STORE": f"sqlite:///{tmp_path / 'sessions.db'}"}
     process = start_without(OPTIONAL_CLIENTS, env, log)
     try:
-        port = None
-        deadline = time.monotonic() + 60
-        while port is None:
+
+        def running() -> re.Match[str] | None:
             output = log.read_text(errors="replace")
             assert process.poll() is None, output
-            assert time.monotonic() < deadline, output
-            if found := re.search(r"Uvicorn running on http://127\.0\.0\.1:(\d+)", output):
-                port = int(found.group(1))
-            time.sleep(0.05)
+            return re.search(r"Uvicorn running on http://127\.0\.0\.1:(\d+)", output)
+
+        # The port the process chose is in its log, which it writes when it is ready.
+        found = wait_until(running, lambda: log.read_text(errors="replace"), within=60, every=0.05)
+        port = int(found.group(1))
         assert httpx.get(f"http://127.0.0.1:{port}/health", timeout=10).json() == {"status": "ok"}
     finally:
         stop_process(process)

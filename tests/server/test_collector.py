@@ -6,12 +6,16 @@ from __future__ import annotations
 import gc
 from pathlib import Path
 
-from tests.support import chat_body, in_process_app, post_stream, user_message
+import pytest
+
+from tests.support.rig import chat_body, in_process_app, post_stream, user_message
 
 
 def test_a_running_app_freezes_start_up_and_collects_the_young_less_often(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The default settings, as deployed: not those tests/conftest.py gives the test apps.
+    monkeypatch.delenv("ADK_STREAM_GC_FREEZE", raising=False)
     before = gc.get_threshold()
     with in_process_app(tmp_path) as app:
         assert gc.get_freeze_count() > 50_000, "ADK, genai and pydantic: frozen"

@@ -11,8 +11,8 @@ from google.adk.sessions.sqlite_session_service import SqliteSessionService
 
 from adk_stream_protocol.foundation.settings import Settings
 from adk_stream_protocol.store.sessions import create_session_service
-from tests.apps import user_from_header
-from tests.support import InProcessApp, chat_body, in_process_app, post_stream, user_message
+from tests.support.apps import user_from_header
+from tests.support.rig import InProcessApp, chat_body, in_process_app, post_stream, user_message
 
 
 @pytest.fixture(scope="module")

@@ -22,8 +22,8 @@ import httpx
 import pytest
 
 from adk_stream_protocol.turns.drain import REFUSAL_TEXT, RESTART_TEXT
-from tests.payments_agent import LEDGER_ENV, TOOL_SECONDS
-from tests.support import (
+from tests.support.agents.payments import LEDGER_ENV, TOOL_SECONDS
+from tests.support.rig import (
     LiveServer,
     LiveSocket,
     SocketClosed,
@@ -37,11 +37,17 @@ from tests.support import (
     streaming,
     user_message,
 )
+from tests.support.waiting import wait_until
 
-TOOLS = {"ADK_STREAM_AGENT": "tests.agents:root_agent", "ADK_STREAM_KEEP_ALIVE_SECONDS": "0.5"}
+pytestmark = pytest.mark.out_of_process  # uvicorn processes, stopped with SIGTERM
+
+TOOLS = {
+    "ADK_STREAM_AGENT": "tests.support.agents.tools:root_agent",
+    "ADK_STREAM_KEEP_ALIVE_SECONDS": "0.5",
+}
 # The same tools, and on /live a model that answers at a pace a test can act within.
-LIVE = {**TOOLS, "ADK_STREAM_AGENT": "tests.agents:slow_live_agent"}
-PAYMENTS = {"ADK_STREAM_AGENT": "tests.payments_agent:root_agent"}
+LIVE = {**TOOLS, "ADK_STREAM_AGENT": "tests.support.agents.tools:slow_live_agent"}
+PAYMENTS = {"ADK_STREAM_AGENT": "tests.support.agents.payments:root_agent"}
 UVICORN = ["--timeout-graceful-shutdown", "45"]
 
 
@@ -53,11 +59,9 @@ def ledger(path: Path) -> Counter[str]:
     return Counter(path.read_text().split()) if path.exists() else Counter()
 
 
-def wait_for(condition: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
+def wait_draining(server: LiveServer) -> None:
+    """Until the server says it drains (another process: its /health is all there is)."""
+    wait_until(lambda: server.http.get("/health").status_code == 503, "/health 503", within=5)
 
 
 @pytest.fixture
@@ -77,7 +81,7 @@ def test_sigterm_lets_an_open_response_finish_and_sends_new_work_away(
         signalled = time.monotonic()
         process.send_signal(signal.SIGTERM)
         # A readiness probe fails, and new work goes elsewhere, while the response runs on.
-        wait_for(lambda: instance.http.get("/health").status_code == 503, 5, "draining")
+        wait_draining(instance)
         health = instance.http.get("/health")
         assert health.json() == {"status": "draining"}
         new = chat_body(new_chat("new"), user_message("hi", "u1"))
@@ -111,7 +115,9 @@ def test_a_response_longer_than_the_grace_ends_with_an_error_and_its_tool_is_not
         approve = chat_body(chat, ask, answer_approvals(assistant_message(paused), True))
         with streaming(server, approve) as reading:
             assert reading.first_event()["type"] == "start"
-            time.sleep(TOOL_SECONDS / 2)  # the payment starts at once, and runs this long
+            # Into the payment, which starts at once and runs TOOL_SECONDS: the signal must come
+            # while it runs, and nothing tells of its start but the clock.
+            time.sleep(TOOL_SECONDS / 2)
             process.send_signal(signal.SIGTERM)
             rest = reading.rest()
         process.wait(timeout=30)
@@ -159,7 +165,9 @@ def test_sigterm_lets_a_live_answer_finish_then_closes_its_socket(
         assert first.startswith("data: ") and '"start"' in first, first
         signalled = time.monotonic()
         process.send_signal(signal.SIGTERM)
-        wait_for(lambda: live_instance.http.get("/health").status_code == 503, 5, "draining")
+        wait_until(
+            lambda: live_instance.http.get("/health").status_code == 503, "draining", within=5
+        )
         # The answer was in progress at the signal: it runs to its end, then the socket closes.
         answer = socket.response()
         closed = closed_socket(socket)
@@ -177,7 +185,7 @@ def test_a_restart_hands_a_live_approval_over_to_the_next_instance(tmp_path: Pat
     """A ``/live?chatId=`` socket whose approval waits is closed with 1012 by the drain: it
     hands the approval over to the chat's session (docs/adr/0047), so the instance started
     next on the same store shows it waiting and runs the tool once with the answer."""
-    bank = {"ADK_STREAM_AGENT": "tests.sample_agents:served_bank"}
+    bank = {"ADK_STREAM_AGENT": "tests.support.agents.samples:served_bank"}
     chat = new_chat("live-restart-approval")
     ask = user_message("send 50 to Ana", "u1")
     with run_server(tmp_path, bank, uvicorn_args=UVICORN) as first:
@@ -213,7 +221,9 @@ def test_a_new_live_message_during_the_drain_is_refused_and_its_socket_closed(
         with streaming(live_instance, body) as reading:
             assert reading.first_event()["type"] == "start"
             process.send_signal(signal.SIGTERM)
-            wait_for(lambda: live_instance.http.get("/health").status_code == 503, 5, "draining")
+            wait_until(
+                lambda: live_instance.http.get("/health").status_code == 503, "draining", within=5
+            )
             refused = socket.message(user_message("hi", "u2"))
             closed = closed_socket(socket)
             rest = reading.rest()
@@ -234,7 +244,8 @@ class Balancer:
     retries a request that could not connect, or that got 503 + Retry-After, elsewhere."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        # Who takes work waits here for an instance in the pool, as a proxy holds a request.
+        self._lock = threading.Condition()
         self._pool: list[str] = []
         self._turn = itertools.count()
         self.refused = 0  # 503 + Retry-After, retried
@@ -243,23 +254,26 @@ class Balancer:
     def add(self, base_url: str) -> None:
         with self._lock:
             self._pool.append(base_url)
+            self._lock.notify_all()
 
     def remove(self, base_url: str) -> None:
         with self._lock:
             if base_url in self._pool:
                 self._pool.remove(base_url)
 
-    def _pick(self) -> str | None:
+    def _pick(self, deadline: float) -> str | None:
+        """The next instance of the pool, once it has one (None at the deadline)."""
         with self._lock:
-            return self._pool[next(self._turn) % len(self._pool)] if self._pool else None
+            if not self._lock.wait_for(lambda: self._pool, deadline - time.monotonic()):
+                return None
+            return self._pool[next(self._turn) % len(self._pool)]
 
     def post(self, client: httpx.Client, body: dict[str, Any]) -> Any:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            base = self._pick()
+            base = self._pick(deadline)
             if base is None:
-                time.sleep(0.1)
-                continue
+                break
             try:
                 response = client.post(f"{base}/stream", json=body)
             except httpx.ConnectError:

@@ -14,7 +14,7 @@ from websockets.sync.client import connect
 from adk_stream_protocol import create_app
 from adk_stream_protocol.foundation.security import PLAYGROUND_CSP
 from adk_stream_protocol.foundation.settings import Settings
-from tests.support import LiveServer, chat_body, user_message
+from tests.support.rig import LiveServer, chat_body, user_message
 
 # -- 6. DNS rebinding -----------------------------------------------------------------------------
 

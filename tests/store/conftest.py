@@ -12,7 +12,9 @@ from google.adk.sessions import BaseSessionService
 from adk_stream_protocol.store.sessions import create_session_service
 
 
-@pytest_asyncio.fixture(params=["memory", "sqlite", "postgres"])
+@pytest_asyncio.fixture(
+    params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.out_of_process)]
+)
 async def service(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> AsyncIterator[BaseSessionService]:

@@ -1,7 +1,7 @@
 """The chat index (store/chat_index.py, store/chat_tables.py; docs/adr/0043): each contract test
 runs on the three implementations, in memory, on SQLite and on a real PostgreSQL
-(tests/services.py: skipped, saying why, without one). What races between processes do is in
-test_chat_index_races.py."""
+(tests/support/services.py: skipped, saying why, without one). What races between processes do
+is in test_chat_index_races.py."""
 
 from __future__ import annotations
 
@@ -50,7 +50,9 @@ def tool(state: str, **fields: Any) -> dict[str, Any]:
     return {"type": "tool-pay", "toolCallId": "call-1", "state": state, "input": {}, **fields}
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
+@pytest.fixture(
+    params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.out_of_process)]
+)
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """The store's URL."""
     if request.param == "memory":

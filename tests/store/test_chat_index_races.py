@@ -11,7 +11,6 @@ connection holds the write lock while both writes start.
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -32,6 +31,7 @@ from adk_stream_protocol.store.chat_tables import (
     SqliteDatabase,
 )
 from tests.store.test_sessions import engine_at, scalar, tables, wait_for_waiters
+from tests.support.waiting import until_awaited
 
 USER = "user-1"
 ROUNDS = 5
@@ -51,14 +51,16 @@ async def wait_for_lock_waiters(
 ) -> None:
     """Until ``count`` connections to this database wait on a lock of any kind (a row's
     waiters wait on its transaction, then on the tuple), or the ``waiter`` ended."""
-    deadline = time.monotonic() + 10
     sql = (
         "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
         " AND wait_event_type = 'Lock'"
     )
-    while not waiter.done() and await scalar(engine, sql) < count:
-        assert time.monotonic() < deadline, f"fewer than {count} waiting on a lock"
-        await asyncio.sleep(0.01)
+
+    async def waiting() -> bool:
+        return waiter.done() or await scalar(engine, sql) >= count
+
+    # Only PostgreSQL knows who waits on its locks, and says so when asked.
+    await until_awaited(waiting, f"{count} waiting on a lock", every=0.01)
 
 
 class Postgres:
@@ -273,7 +275,9 @@ async def with_file_locked(path: Path, *writes: Awaitable[Any]) -> list[Any]:
     async with aiosqlite.connect(path, isolation_level=None) as blocker:
         await blocker.execute("BEGIN IMMEDIATE")
         started = [asyncio.ensure_future(write) for write in writes]
-        await asyncio.sleep(0.1)  # they reach the lock (or not yet: then they simply follow)
+        # They reach the lock (or not yet: then they simply follow). SQLite shows no one its
+        # waiters: a while is all a test can give them.
+        await asyncio.sleep(0.1)
         await blocker.execute("COMMIT")
     return list(await asyncio.gather(*started))
 

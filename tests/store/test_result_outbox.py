@@ -15,19 +15,22 @@ from google.genai import types
 
 from adk_stream_protocol.foundation.outages import Outages
 from adk_stream_protocol.store.result_outbox import ResultKept, ResultOutbox, kept_in
+from tests.support.waiting import until
 
 APP, USER, CHAT = "app", "u", "c1"
 
 
 class FlakyStore(InMemorySessionService):
-    """Refuses connections while ``down``."""
+    """Refuses connections while ``down``; ``refused`` counts the refusals."""
 
     def __init__(self) -> None:
         super().__init__()
         self.down = False
+        self.refused = 0
 
     def _check(self) -> None:
         if self.down:
+            self.refused += 1
             raise ConnectionRefusedError(111, "Connect call failed")
 
     async def append_event(self, session: Session, event: Event) -> Event:
@@ -89,7 +92,7 @@ async def test_a_kept_result_is_written_once_the_store_is_back() -> None:
     assert kept_in(raised.value) is raised.value
     assert isinstance(raised.value.__cause__, ConnectionRefusedError)
     assert outbox.holds((USER, CHAT))
-    await asyncio.sleep(0.5)  # a few tries while it is down
+    await until(lambda: store.refused >= 2, "the outbox tried again while the store is down")
     store.down = False
     await asyncio.wait_for(outbox.settled((USER, CHAT), asyncio.Event()), 5)
     assert not outbox.holds((USER, CHAT))
@@ -122,6 +125,7 @@ async def test_a_lapsed_lease_gives_the_result_up() -> None:
     lost.set()
     await outbox.settled((USER, CHAT), lost)
     store.down = False
-    await asyncio.sleep(0.5)
+    # Its writer wakes for its next try, finds the lease lapsed and lets the chat go.
+    await until(lambda: not outbox.holds((USER, CHAT)), "the outbox let the chat go")
     assert await stored(store) == []
     assert not outbox.holds((USER, CHAT))

@@ -1,4 +1,4 @@
-"""Chat sessions on a real PostgreSQL (tests/services.py; skipped, saying why, without one):
+"""Chat sessions on a real PostgreSQL (tests/support/services.py; skipped, saying why, without one):
 ADK's tables created once by processes starting together, a new chat opened by two
 processes at once, and a turn that one instance starts and another continues.
 
@@ -14,7 +14,6 @@ import logging
 import os
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -32,7 +31,7 @@ from adk_stream_protocol.store.sessions import (
     asyncpg_url,
     create_session_service,
 )
-from tests.support import (
+from tests.support.rig import (
     ROOT,
     answer_approvals,
     assistant_message,
@@ -42,6 +41,7 @@ from tests.support import (
     user_message,
     user_turn_texts,
 )
+from tests.support.waiting import until_awaited
 
 ADK_TABLES = ["adk_internal_metadata", "app_states", "events", "sessions", "user_states"]
 LOGGER = "adk_stream_protocol.store.sessions"
@@ -80,14 +80,16 @@ async def wait_for_waiters(
 ) -> None:
     """Until ``count`` connections to this database wait on a lock of this kind (``advisory``,
     ``relation``, ``transactionid``…), or the ``waiter`` ended without (its outcome says why)."""
-    deadline = time.monotonic() + 10
     sql = (
         "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
         " AND wait_event_type = 'Lock' AND wait_event = :event"
     )
-    while not waiter.done() and await scalar(engine, sql, event=event) < count:
-        assert time.monotonic() < deadline, f"fewer than {count} waiting on a lock"
-        await asyncio.sleep(0.01)
+
+    async def waiting() -> bool:
+        return waiter.done() or await scalar(engine, sql, event=event) >= count
+
+    # Only PostgreSQL knows who waits on its locks, and says so when asked.
+    await until_awaited(waiting, f"{count} waiting on a {event} lock", every=0.01)
 
 
 def engine_at(url: str) -> AsyncEngine:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support import (
+from tests.support.rig import (
     InProcessApp,
     LiveSocket,
     SocketClosed,
@@ -83,7 +83,7 @@ def test_a_delete_closes_the_live_socket_that_answers_and_removes_the_chat(
     """The tests' slow live model: the socket's open response ends (its `finish`, then
     `[DONE]`), the socket closes with 4410, the delete answers 204; a new socket on the same
     chat id starts a fresh chat."""
-    with in_process_app(tmp_path, agent="tests.agents:slow_live_agent") as app:
+    with in_process_app(tmp_path, agent="tests.support.agents.tools:slow_live_agent") as app:
         chat_id = new_chat("answering")
         socket = LiveSocket(app, chat_id)
         try:
@@ -110,7 +110,7 @@ def test_a_delete_closes_the_live_socket_that_answers_and_removes_the_chat(
 def test_a_message_sent_as_the_chat_is_deleted_leaves_nothing_behind(tmp_path: Path) -> None:
     """A message frame the socket is handling as the delete arrives: its response (if it
     opened one) ends before the close, and the chat is removed after it, row and all."""
-    with in_process_app(tmp_path, agent="tests.agents:slow_live_agent") as app:
+    with in_process_app(tmp_path, agent="tests.support.agents.tools:slow_live_agent") as app:
         chat_id = new_chat("racing")
         socket = LiveSocket(app, chat_id)
         try:
@@ -176,7 +176,7 @@ def test_a_delete_ends_the_answer_a_socket_that_left_lets_run_on(tmp_path: Path)
     Real uvicorn: the socket is really gone."""
     with serve_in_thread(
         tmp_path,
-        agent="tests.agents:slow_live_agent",
+        agent="tests.support.agents.tools:slow_live_agent",
         resumable_streams=True,
         chat_busy_timeout_seconds=1,
     ) as server:
@@ -198,7 +198,7 @@ def test_a_socket_waiting_for_the_chat_as_it_is_deleted_is_closed_and_starts_not
     the delete or after, closes with 4410 without starting a run (no session is made again).
     Real uvicorn: the first socket is really gone."""
     with serve_in_thread(
-        tmp_path, agent="tests.agents:slow_live_agent", resumable_streams=True
+        tmp_path, agent="tests.support.agents.tools:slow_live_agent", resumable_streams=True
     ) as server:
         chat_id = new_chat("waiting")
         with LiveSocket(server, chat_id) as first:

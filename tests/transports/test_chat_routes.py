@@ -19,8 +19,8 @@ from google.genai import types
 from adk_stream_protocol.store.chat_index import ChatIndex
 from adk_stream_protocol.store.chat_tables import SqlChatIndex, SqliteDatabase
 from adk_stream_protocol.turns.bridge import Bridge
-from tests.apps import user_from_header
-from tests.support import (
+from tests.support.apps import user_from_header
+from tests.support.rig import (
     InProcessApp,
     chat_body,
     chunks_of,
@@ -291,7 +291,7 @@ def test_an_active_response_is_shown_and_a_delete_stops_it_first(tmp_path: Path)
     stops the answer, waits for it to end, then removes the chat."""
     chat_id = new_chat("running")
     with serve_in_thread(
-        tmp_path, identity=user_from_header, agent="tests.agents:slow_live_agent"
+        tmp_path, identity=user_from_header, agent="tests.support.agents.tools:slow_live_agent"
     ) as server:
         index = SqlChatIndex(SqliteDatabase(server.db_path))  # another connection to its file
         with streaming(server, chat_body(chat_id, user_message("slow 20", "u1")), ALICE) as reading:

@@ -1,7 +1,7 @@
 """A confirmation's hint and payload on the page, and the payload the user edits (issue 24
 point 5, ADR 0041), through the real app, the real ADK Runner and the scripted models, on
-``/stream`` and ``/live?chatId=``, with the agent of tests/leave_agent.py. The ledger shows what
-the tool body did with the answer."""
+``/stream`` and ``/live?chatId=``, with the agent of tests/support/agents/leave.py. The ledger
+shows what the tool body did with the answer."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from adk_stream_protocol.testing import AgentClient, serve_agent, settings_for_tests
 from adk_stream_protocol.testing_client import read_response
-from tests.leave_agent import ledger_lines, root_agent
+from tests.support.agents.leave import ledger_lines, root_agent
 
 TRANSPORTS = pytest.mark.parametrize("live", [False, True], ids=["stream", "live"])
 

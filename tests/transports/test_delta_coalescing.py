@@ -25,7 +25,7 @@ from adk_stream_protocol.transports.stream import QueueSink
 from adk_stream_protocol.turns.delta_coalescing import DeltaCoalescer
 from adk_stream_protocol.turns.response import Delivery, Response, UnloggedResponse
 from bench.agent import long_answer, long_prompt
-from tests.support import (
+from tests.support.rig import (
     InProcessApp,
     LiveSocket,
     StreamResult,
@@ -86,10 +86,21 @@ class SocketLikeSink:
 
     def __init__(self) -> None:
         self.events: list[bytes] = []
+        self.arrived = asyncio.Event()  # set by each send
 
     async def send(self, events: Sequence[bytes]) -> None:
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # a socket's send gives the loop a turn: this one only that
+        self.take(events)
+
+    def take(self, events: Sequence[bytes]) -> None:
         self.events.extend(events)
+        self.arrived.set()
+
+    async def grown_to(self, count: int) -> None:
+        """Until the sink holds ``count`` events."""
+        while len(self.events) < count:
+            self.arrived.clear()
+            await self.arrived.wait()
 
     async def close(self) -> None:
         return None
@@ -97,7 +108,7 @@ class SocketLikeSink:
 
 class ImmediateSink(SocketLikeSink):
     def send_now(self, events: Sequence[bytes]) -> None:
-        self.events.extend(events)
+        self.take(events)
 
 
 async def held_then_released(sink: SocketLikeSink) -> int:
@@ -121,10 +132,8 @@ async def held_then_released(sink: SocketLikeSink) -> int:
         await response.emit([text("t1", "b")])
         await response.emit([text("t1", "c")])
         assert len(sink.events) == 2, "the later deltas are held"
-        for _ in range(100):  # the window is 20 ms; its release is a timer's, not ours
-            await asyncio.sleep(0.01)
-            if len(sink.events) == 3:
-                break
+        # The window is 20 ms; its release is a timer's, not ours.
+        await asyncio.wait_for(sink.grown_to(3), 1)
         assert sink.events[2] == b'data: {"type":"text-delta","id":"t1","delta":"bc"}\n\n'
         await response.finish()
         return releases

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.apps import user_from_token
-from tests.support import (
+from tests.support.apps import user_from_token
+from tests.support.rig import (
     HandshakeRefused,
     InProcessApp,
     LiveSocket,
@@ -175,7 +175,7 @@ def test_the_servers_own_origin_and_clients_without_one_may_connect(target: Targ
 
 @pytest.fixture(scope="module")
 def token_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessApp]:
-    """Token authentication (tests/apps.py) and one other origin allowed."""
+    """Token authentication (tests/support/apps.py) and one other origin allowed."""
     with in_process_app(
         tmp_path_factory.mktemp("token"),
         identity=user_from_token,

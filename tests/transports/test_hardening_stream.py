@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import (
+from tests.support.rig import (
     InProcessApp,
     LiveServer,
     LiveSocket,
@@ -254,7 +254,7 @@ def one_slot_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcess
     with in_process_app(
         tmp_path_factory.mktemp("one-slot"),
         max_concurrent_responses=1,
-        agent="tests.agents:root_agent",
+        agent="tests.support.agents.tools:root_agent",
     ) as target:
         yield target
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import (
+from tests.support.rig import (
     InProcessApp,
     LiveServer,
     LiveSocket,
@@ -31,6 +31,7 @@ from tests.support import (
     stored_state,
     user_message,
 )
+from tests.support.waiting import wait_until
 
 WALLET = "demo:wallet_balance"
 
@@ -305,8 +306,8 @@ def test_disconnect_during_a_pending_approval_runs_nothing(server: LiveServer) -
 def reconnect(server: LiveServer, chat_id: str, within: float = 10) -> LiveSocket:
     """A new socket on the chat, once the server has let the old one go (until then it
     closes new ones with 4409)."""
-    deadline = time.monotonic() + within
-    while True:
+
+    def opened() -> LiveSocket | None:
         live = LiveSocket(server, chat_id)
         try:
             live.send({"type": "ping", "timestamp": 1})
@@ -315,8 +316,10 @@ def reconnect(server: LiveServer, chat_id: str, within: float = 10) -> LiveSocke
         except SocketClosed as closed:
             live.close()
             assert closed.code == 4409, closed
-            assert time.monotonic() < deadline, f"the chat was not free within {within} s"
-            time.sleep(0.05)
+            return None
+
+    # The server lets the old socket go after it closed: only a new socket can tell.
+    return wait_until(opened, "the chat free for a new socket", within=within, every=0.05)
 
 
 def test_a_chat_started_on_stream_continues_on_live(app: InProcessApp) -> None:
@@ -347,7 +350,8 @@ def test_approval_timeout_is_a_tool_error(quick_timeout_app: InProcessApp) -> No
         chat = LiveChat(live)
         first = chat.say("Send 50 dollars to Hanako")
         (call,) = first.of_type("tool-input-available")
-        time.sleep(0.6)  # six times the timeout, which began before the request was sent
+        # Six times the timeout, which began before the request was sent: its lapse is the test.
+        time.sleep(0.6)
         late = chat.answer(True)
         (error,) = late.of_type("tool-output-error")
         assert error["toolCallId"] == call["toolCallId"]

@@ -1,5 +1,5 @@
 """What a regenerate, an edit and a reload need of ``/live?chatId=`` (docs/adr/0046), in
-process: the real app and ADK live runner with scripted models (tests/sample_agents.py).
+process: the real app and ADK live runner with scripted models (tests/support/agents/samples.py).
 
 The behaviour itself, on every transport, is in tests/test_table_rewinds.py; here: the stamps
 a live message gives its event, the refusals, and the history answer at connect that no
@@ -34,9 +34,9 @@ from adk_stream_protocol.testing import (
     settings_for_tests,
 )
 from adk_stream_protocol.turns.bridge import bridge_of
-from tests.sample_agents import Ledger, counter_agent
-from tests.support import InProcessSocket
-from tests.table_chat import TableChat
+from tests.support.agents.samples import Ledger, counter_agent
+from tests.support.rig import InProcessSocket
+from tests.support.table_chat import TableChat
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ calls, the chunk log. And a disconnect gives a waiting browser call the right re
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -22,7 +21,8 @@ from adk_stream_protocol.coordination.local import LocalChatLeases, LocalChunkLo
 from adk_stream_protocol.foundation.settings import Settings
 from adk_stream_protocol.protocol.tool_calls import DISCONNECTED_RESULT
 from adk_stream_protocol.turns.bridge import Bridge, bridge_of
-from tests.support import chat_body, user_message
+from tests.support.rig import chat_body, user_message
+from tests.support.waiting import wait_until
 
 USER = "local-user"
 
@@ -77,11 +77,13 @@ def test_a_disconnect_gives_a_waiting_browser_call_the_user_left_result(
         chunks = response_events(socket)
     (call,) = [c for c in chunks if c["type"] == "tool-input-available"]
     assert chunks[-1]["finishReason"] == "tool-calls"
-    # The run ends after the socket; its last write lands shortly after.
-    deadline = time.monotonic() + 10
-    while not (results := stored_results(client, chat_id, call["toolCallId"])):
-        assert time.monotonic() < deadline, "the browser call never got a result"
-        time.sleep(0.05)
+    # The run ends after the socket; its last write lands shortly after, and is all there is
+    # to see of it.
+    results = wait_until(
+        lambda: stored_results(client, chat_id, call["toolCallId"]),
+        "a result of the browser call",
+        every=0.05,
+    )
     assert results == [DISCONNECTED_RESULT]
 
 
@@ -101,10 +103,8 @@ def test_nothing_of_a_socket_stays_after_it_closes(client: TestClient) -> None:
         socket.send_json({"type": "message", **chat_body(chat_id, user_message("Again", "u2"))})
         refused = response_events(socket)
         assert refused[0]["type"] == "error" and "already sent" in refused[0]["errorText"]
-    deadline = time.monotonic() + 10
-    while leases.held():
-        assert time.monotonic() < deadline, "the chat lease outlived its socket"
-        time.sleep(0.02)
+    # The run lets go of its lease as it ends, after the socket: the leases have no event.
+    wait_until(lambda: not leases.held(), "the chat lease let go after its socket")
     assert client.portal is not None
     assert client.portal.call(coordination.pending.waiting, (USER, chat_id)) == []
 
@@ -113,7 +113,7 @@ def test_a_live_run_that_cannot_start_answers_the_first_message_with_an_error() 
     # This agent's model has no live connection. The run starts (and fails) when the socket
     # opens; the first message still gets the failure as its response's error, then the
     # socket closes with 1011, as when the run starts with the message.
-    from tests.agents import root_agent
+    from tests.support.agents.tools import root_agent
 
     settings = Settings(
         session_store="memory://", playground_dir=None, trusted_hosts=["testserver"]

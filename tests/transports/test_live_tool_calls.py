@@ -1,7 +1,7 @@
 """In-tool confirmations and long-running tools on ``/live?chatId=`` (issue 24, ADR 0038),
 through the real app, the real ADK Runner (``run_live``) and the scripted live model, with an
-agent shaped like ADK's human-in-the-loop samples (tests/leave_agent.py). The ledger shows what
-each tool body did, and how often; ``/stream`` answers the same agent alike."""
+agent shaped like ADK's human-in-the-loop samples (tests/support/agents/leave.py). The ledger shows
+what each tool body did, and how often; ``/stream`` answers the same agent alike."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from adk_stream_protocol.testing import AgentClient, serve_agent, settings_for_tests
-from tests.leave_agent import ledger_lines, root_agent
+from tests.support.agents.leave import ledger_lines, root_agent
 
 # A wait the tests would notice: a call that waits for the page by mistake ends here.
 TIMEOUT_SECONDS = 20

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from starlette.requests import HTTPConnection
 
-from tests.ai7_socket import Reply, V7Socket
-from tests.apps import user_from_header, user_from_token
-from tests.support import (
+from tests.support.ai7_socket import Reply, V7Socket
+from tests.support.apps import user_from_header, user_from_token
+from tests.support.rig import (
     InProcessApp,
     LiveServer,
     SocketClosed,
@@ -196,7 +196,7 @@ def test_the_frames_headers_name_the_user(token_app: InProcessApp) -> None:
         socket.close()
 
 
-# -- abort, resume and stop, on the wire (tests/agents.py: "slow N" runs N seconds) ------------
+# -- abort, resume and stop, on the wire (tests/support/agents/tools.py: "slow N" runs N s) --
 
 ALICE = {"x-test-user": "alice"}
 
@@ -206,7 +206,7 @@ def resumable(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     with serve_in_thread(
         tmp_path_factory.mktemp("v7-resumable"),
         identity=user_from_header,
-        agent="tests.agents:slow_live_agent",
+        agent="tests.support.agents.tools:slow_live_agent",
         resumable_streams=True,
     ) as server:
         yield server
@@ -336,7 +336,7 @@ def test_a_resume_for_another_user_finds_nothing(alice: V7Socket, resumable: Liv
 @pytest.fixture(scope="module")
 def test_agent_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessApp]:
     with in_process_app(
-        tmp_path_factory.mktemp("v7-agent"), agent="tests.agents:slow_live_agent"
+        tmp_path_factory.mktemp("v7-agent"), agent="tests.support.agents.tools:slow_live_agent"
     ) as target:
         yield target
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.apps import user_from_header
-from tests.support import (
+from tests.support.apps import user_from_header
+from tests.support.rig import (
     InProcessApp,
     LiveServer,
     SocketClosed,
@@ -44,7 +44,7 @@ def resumable(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     with serve_in_thread(
         tmp_path_factory.mktemp("resumable"),
         identity=user_from_header,
-        agent="tests.agents:slow_live_agent",
+        agent="tests.support.agents.tools:slow_live_agent",
         resumable_streams=True,
         keep_alive_seconds=0.2,
     ) as server:

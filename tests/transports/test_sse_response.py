@@ -19,7 +19,7 @@ from fastapi.responses import PlainTextResponse
 from adk_stream_protocol.protocol.sse import KEEP_ALIVE, SSE_HEADERS
 from adk_stream_protocol.transports.sse_response import EventStreamResponse
 from adk_stream_protocol.transports.stream import QueueSink
-from tests.support import LiveServer, serve_app_in_thread
+from tests.support.rig import LiveServer, serve_app_in_thread
 
 KEEP_ALIVE_SECONDS = 0.1
 

@@ -2,7 +2,7 @@
 also on the wire, against the real server.
 
 Every 200 response is checked by ``post_stream`` against the protocol invariants and the
-strict 6.0.25 field set (tests/support.py).
+strict 6.0.25 field set (tests/support/rig.py).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import (
+from tests.support.rig import (
     PNG_1X1,
     InProcessApp,
     Response,

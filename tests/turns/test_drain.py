@@ -4,6 +4,7 @@ soon as nothing registered is busy, and at the grace at the latest."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 from adk_stream_protocol.foundation.errors import RequestError
@@ -16,6 +17,7 @@ class Item:
         self.order = order
         self.busy = busy
         self.ended_at: float | None = None
+        self.ended = asyncio.Event()
 
     def done(self) -> None:
         self.busy = False
@@ -23,6 +25,7 @@ class Item:
 
     async def end_for_restart(self) -> None:
         self.ended_at = time.monotonic()
+        self.ended.set()
 
 
 def test_the_drain_ends_when_the_last_busy_item_says_so() -> None:
@@ -71,15 +74,18 @@ def test_a_request_being_planned_holds_the_drain_until_its_turn_has_begun() -> N
         planned = asyncio.Event()
         turn = Item(drain, 0, busy=True)
 
+        admitted = asyncio.Event()
+
         async def request() -> None:
             with drain.admission():
+                admitted.set()
                 await planned.wait()  # the plan's awaits: the lease, the session
                 drain.add(turn)  # the turn begins
 
         asyncio.get_running_loop().call_later(0.1, planned.set)
         asyncio.get_running_loop().call_later(0.2, drain.discard, turn)  # its run ends
         running = asyncio.create_task(request())
-        await asyncio.sleep(0)  # admitted before the signal
+        await admitted.wait()  # admitted before the signal
         await drain.run(grace=30)
         await running
         return turn, drain.draining
@@ -99,7 +105,8 @@ def test_a_request_after_the_signal_is_refused_and_a_late_turn_is_ended_at_once(
             status = exc.status
         late = Item(drain, 0, busy=True)  # a plan that outlived the grace
         drain.add(late)
-        await asyncio.sleep(0.01)
+        with contextlib.suppress(TimeoutError):  # the assertion below says what was late
+            await asyncio.wait_for(late.ended.wait(), 0.01)
         return status, late
 
     status, late = asyncio.run(scenario())

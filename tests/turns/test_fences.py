@@ -14,7 +14,7 @@ from google.genai import types
 from adk_stream_protocol.protocol.tool_calls import turn_calls
 from adk_stream_protocol.store.sessions import FENCE_KEY, ChatSessions, create_session_service
 from adk_stream_protocol.turns.bridge import bridge_of
-from tests.support import chat_body, in_process_app, post_stream, stored_events, user_message
+from tests.support.rig import chat_body, in_process_app, post_stream, stored_events, user_message
 
 
 def _text(author: str, text: str) -> Event:

@@ -24,7 +24,7 @@ from adk_stream_protocol.server.app import create_app
 from adk_stream_protocol.store.sessions import create_session_service
 from adk_stream_protocol.testing import ScriptedLlm, call
 from adk_stream_protocol.turns.bridge import bridge_of
-from tests.support import (
+from tests.support.rig import (
     InProcessApp,
     StreamResult,
     app_settings,
@@ -67,7 +67,7 @@ def shop_agent() -> LlmAgent:
     )
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.out_of_process)])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'sessions.db'}"

@@ -24,7 +24,6 @@ import os
 import shutil
 import socket
 import subprocess
-import time
 import uuid
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
@@ -32,6 +31,8 @@ from typing import Any, NoReturn
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
+
+from tests.support.waiting import wait_until
 
 REQUIRE_SERVICES_ENV = "ADK_STREAM_TEST_REQUIRE_SERVICES"
 POSTGRES_ENV = "ADK_STREAM_TEST_POSTGRES"
@@ -185,14 +186,17 @@ def _free_loopback_ports(count: int) -> list[int]:
 def _wait_for(
     what: str, check: Callable[[], bool], nodes: list[subprocess.Popen[bytes]], logs: list[Path]
 ) -> None:
-    deadline = time.monotonic() + CLUSTER_START_SECONDS
-    while not check():
-        if time.monotonic() > deadline or any(node.poll() is not None for node in nodes):
-            tails = "\n".join(
-                log.read_text(errors="replace")[-2000:] for log in logs if log.exists()
-            )
-            raise RuntimeError(f"test cluster: {what}\n{tails}")
-        time.sleep(0.1)
+    def tails() -> str:
+        found = (log.read_text(errors="replace")[-2000:] for log in logs if log.exists())
+        return f"test cluster: {what}\n" + "\n".join(found)
+
+    def checked() -> bool:
+        if any(node.poll() is not None for node in nodes):
+            raise RuntimeError(tails())
+        return check()
+
+    # A node's port and its cluster state: redis-server tells no one but who asks.
+    wait_until(checked, tails, within=CLUSTER_START_SECONDS, every=0.1)
 
 
 def _cluster_ok(port: int) -> bool:

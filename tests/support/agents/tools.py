@@ -1,7 +1,7 @@
 """A small agent for tests that need what the demo does not have: a slow tool, a tool that
 raises, approval that depends on the arguments, and approval asked for from inside a tool.
-Served through the `ADK_STREAM_AGENT=tests.agents:root_agent` setting, which is also how users
-plug in their own agent."""
+Served through the `ADK_STREAM_AGENT=tests.support.agents.tools:root_agent` setting, which is also
+how users plug in their own agent."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """A scripted shop that shares its cart with the page (docs/adr/0044): tools and a callback
 write keys under the shared state's prefix (`ui:`) and keys outside it, a tool reads what the
 page wrote, and the checkout needs the user's approval. Served in-process (`serve_agent`) and
-under uvicorn (`ADK_STREAM_AGENT=tests.state_agent:root_agent`) for the real client."""
+under uvicorn (`ADK_STREAM_AGENT=tests.support.agents.state:root_agent`) for the real client."""
 
 from __future__ import annotations
 

@@ -355,6 +355,7 @@ def counter_agent(ledger: Ledger, count_turns: bool = False) -> LlmAgent:
     )
 
 
-# The bank as a server process serves it (ADK_STREAM_AGENT=tests.sample_agents:served_bank):
-# what its tools did is read from the stored session there, not from this ledger.
+# The bank as a server process serves it
+# (ADK_STREAM_AGENT=tests.support.agents.samples:served_bank): what its tools did is read from the
+# stored session there, not from this ledger.
 served_bank = bank_agent(Ledger())

@@ -19,7 +19,7 @@ from google.adk.models.llm_response import LlmResponse
 from google.adk.tools import FunctionTool, ToolContext
 from google.genai import types
 
-from tests.crash_agent import record_payment
+from tests.support.agents.crash import record_payment
 
 LEDGER_ENV = "PAYMENTS_LEDGER"
 MODEL_SECONDS = 0.3

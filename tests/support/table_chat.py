@@ -31,7 +31,7 @@ from adk_stream_protocol.testing import (
     assistant_message,
     sse_payloads,
 )
-from tests.support import HTTP_TIMEOUT, InProcessSocket, StreamResult, assert_valid_stream
+from tests.support.rig import HTTP_TIMEOUT, InProcessSocket, StreamResult, assert_valid_stream
 
 TRANSPORTS = ("stream", "ai7", "live")
 

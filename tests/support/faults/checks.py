@@ -10,7 +10,8 @@ from typing import Any
 
 import httpx
 
-from tests.support import LiveServer, sse_payloads
+from tests.support.rig import LiveServer, sse_payloads
+from tests.support.waiting import wait_until
 
 # The statuses a client may see during an outage: an answer, nothing to resume, a busy chat,
 # or "try again" (with Retry-After). Never a 500.
@@ -52,16 +53,19 @@ def back_within(call: Callable[[], httpx.Response], seconds: float = BACK_WITHIN
     """How long until ``call`` is answered 200 again (called at once, then every 50 ms);
     fails after ``seconds``."""
     started = time.monotonic()
-    while True:
-        response = call()
-        elapsed = time.monotonic() - started
-        if response.status_code == 200:
-            return elapsed
-        assert elapsed < seconds, (
-            f"still {response.status_code} {elapsed:.2f} s after the store came back: "
-            f"{response.text[:200]}"
-        )
-        time.sleep(0.05)
+    last: list[httpx.Response] = []
+
+    def answered() -> bool:
+        last[:] = [call()]
+        return last[0].status_code == 200
+
+    wait_until(
+        answered,
+        lambda: f"still {last[0].status_code} after the store came back: {last[0].text[:200]}",
+        within=seconds,
+        every=0.05,
+    )
+    return time.monotonic() - started
 
 
 class LogWindow:
@@ -85,7 +89,10 @@ class LogWindow:
 
 
 def wait_log(window: LogWindow, pattern: str, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not re.search(pattern, window.text()):
-        assert time.monotonic() < deadline, f"no {pattern!r} in the log:\n{window.text()[-2000:]}"
-        time.sleep(0.05)
+    # Another process's log: read again until the line is there.
+    wait_until(
+        lambda: re.search(pattern, window.text()),
+        lambda: f"{pattern!r} in the log:\n{window.text()[-2000:]}",
+        within=timeout,
+        every=0.05,
+    )

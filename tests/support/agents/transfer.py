@@ -1,7 +1,7 @@
 """Two scripted agents, the root handing the chat to a sub-agent with ADK's
 `transfer_to_agent`: each agent answers from its own `ScriptedLlm`, and each calls a tool
 before and after the transfer. Served in-process (`serve_agent`) and under uvicorn
-(`ADK_STREAM_AGENT=tests.transfer_agent:root_agent`) for the real client."""
+(`ADK_STREAM_AGENT=tests.support.agents.transfer:root_agent`) for the real client."""
 
 from __future__ import annotations
 

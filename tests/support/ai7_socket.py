@@ -8,7 +8,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.support import StreamResult, Target, WebSocketLike
+from tests.support.rig import StreamResult, Target, WebSocketLike
 
 
 @dataclass

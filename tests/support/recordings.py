@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import copy
 import json
-import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.ai7_socket import V7Socket
-from tests.support import (
+from tests.support.ai7_socket import V7Socket
+from tests.support.rig import (
     LiveSocket,
     StreamResult,
     answer_approvals,
@@ -22,6 +21,7 @@ from tests.support import (
     post_stream,
     user_message,
 )
+from tests.support.waiting import wait_until
 
 # Secrets sent in headers: no recording may hold them.
 HTTP_SECRET = "Bearer http-secret-7f3a"
@@ -63,13 +63,17 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
 
 def wait_for_files(directory: Path, count: int, timeout: float = 20.0) -> list[Path]:
     """The recordings once ``count`` are written (they are written after each response)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def written() -> list[Path]:
         files = sorted(directory.glob("*.jsonl"))
-        if len(files) >= count:
-            return files
-        time.sleep(0.02)
-    raise AssertionError(f"{count} recordings expected in {directory}, found {len(files)}")
+        return files if len(files) >= count else []
+
+    # The app writes them off its event loop, and says nothing when it has.
+    return wait_until(
+        written,
+        lambda: f"{count} recordings in {directory}, found {len(list(directory.glob('*.jsonl')))}",
+        within=timeout,
+    )
 
 
 def new_chat() -> str:

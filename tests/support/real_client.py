@@ -25,9 +25,9 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import IO, Any
 
-from tests.support import LiveServer
+from tests.support.rig import LiveServer
 
-SCENARIOS_DIR = Path(__file__).resolve().parent.parent / "scenarios"
+SCENARIOS_DIR = Path(__file__).resolve().parents[2] / "scenarios"
 CHAT_CLIENT = SCENARIOS_DIR / "chat-client.mjs"
 REQUIRED_PACKAGES = ("ai", "ai-6.0.25", "ai-7", "ws")
 # The clients, by the names chat-client.mjs knows them by: ai 6.0.25 (the strict schema of

@@ -1,7 +1,7 @@
 """An agent whose server dies on purpose at a chosen point of a payment (tests/test_crashes.py).
 
-Served with ``ADK_STREAM_AGENT=tests.crash_agent:app``. ``CRASH_AT`` names the point where the
-process kills itself (SIGKILL, as a crash or an OOM kill does: no clean-up runs):
+Served with ``ADK_STREAM_AGENT=tests.support.agents.crash:app``. ``CRASH_AT`` names the point
+where the process kills itself (SIGKILL, as a crash or an OOM kill does: no clean-up runs):
 
 - ``before-start``: in a plugin that runs before the server records the tool's start;
 - ``in-body``: inside the tool, before it does its work;

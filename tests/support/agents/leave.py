@@ -6,7 +6,7 @@ browser runs (it returns nothing).
 
 Each run of a tool body that acts writes a line to the ledger file named by ``LEAVE_LEDGER``
 (``<tool> <call id> <what>``), so a test sees what ran, and how often, whatever the server
-said. Served as ``ADK_STREAM_AGENT=tests.leave_agent:root_agent``."""
+said. Served as ``ADK_STREAM_AGENT=tests.support.agents.leave:root_agent``."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from google.adk.agents import LlmAgent
 from google.adk.tools import LongRunningFunctionTool, ToolContext
 
 from adk_stream_protocol.testing import ScriptedLlm, call
-from tests.crash_agent import record_payment
+from tests.support.agents.crash import record_payment
 
 LEDGER_ENV = "LEAVE_LEDGER"
 

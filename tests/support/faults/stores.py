@@ -18,10 +18,10 @@ import signal
 import socket
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
-from tests.services import unavailable
+from tests.support.services import unavailable
+from tests.support.waiting import wait_until
 
 START_TIMEOUT_SECONDS = 20.0
 
@@ -155,19 +155,20 @@ class PrivateRedis:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )  # fmt: skip
-        deadline = time.monotonic() + START_TIMEOUT_SECONDS
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
+        process = self.process
+
+        def answers() -> bool:
+            if process.poll() is not None:
                 raise RuntimeError((self.dir / "redis.log").read_text())
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as sock:
                     sock.sendall(b"PING\r\n")
-                    if sock.recv(16).startswith(b"+PONG"):
-                        return
+                    return sock.recv(16).startswith(b"+PONG")
             except OSError:
-                pass
-            time.sleep(0.02)
-        raise RuntimeError("redis-server did not answer")
+                return False
+
+        # redis-server says it is ready to whoever asks, and to no one else.
+        wait_until(answers, "redis-server answering PING", within=START_TIMEOUT_SECONDS)
 
     def kill(self) -> None:
         """SIGKILL: every connection drops, and whatever it held is gone."""

@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import socket
 import threading
-import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import contextmanager
 
@@ -27,6 +26,8 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from tests.support.waiting import wait_until
 
 # Hop-by-hop or recomputed headers: never copied from one side to the other.
 _SKIPPED_HEADERS = {"host", "content-length", "transfer-encoding", "connection", "content-encoding"}
@@ -154,11 +155,14 @@ def slow_network(upstream: str, pace: float) -> Iterator[SlowNetwork]:
     server = uvicorn.Server(uvicorn.Config(network.app(), log_level="warning", lifespan="off"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
+
+    def started() -> bool:
+        if not thread.is_alive():
             raise RuntimeError("the slow network proxy did not start")
-        time.sleep(0.02)
+        return server.started
+
+    # uvicorn's Server has a flag, not an event, for its start.
+    wait_until(started, "the slow network proxy started")
     try:
         yield network
     finally:

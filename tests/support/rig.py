@@ -28,7 +28,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -52,8 +51,9 @@ from adk_stream_protocol.store.history import is_user_turn, live_events
 # The package's own (users' tests use them too), offered to the tests from here.
 from adk_stream_protocol.testing import answer_approvals as answer_approvals
 from adk_stream_protocol.testing import sse_payloads as sse_payloads
+from tests.support.waiting import wait_until
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # The built playground, which every test app serves at `/` (the default, whatever the
 # environment says).
 PLAYGROUND_DIST = ROOT / "playground" / "dist"
@@ -302,7 +302,10 @@ def run_server(
     """
     sock = listening_socket()
     port = sock.getsockname()[1]
-    full_env = {k: v for k, v in os.environ.items() if k not in _GOOGLE_VARIABLES}
+    # Not the collector setting tests/conftest.py gives the apps of the test process: this
+    # server runs as deployed.
+    inherited = {k: v for k, v in os.environ.items() if k != "ADK_STREAM_GC_FREEZE"}
+    full_env = {k: v for k, v in inherited.items() if k not in _GOOGLE_VARIABLES}
     full_env.update(
         {
             "ADK_STREAM_MODEL": "offline-demo",
@@ -427,21 +430,23 @@ def stop_process(process: subprocess.Popen[bytes]) -> None:
 
 
 def wait_until_healthy(server: LiveServer, exited: Any) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+    """Until ``/health`` answers (uvicorn says nothing a test could wait on); ``exited()``
+    ends the wait at once."""
+
+    def log() -> str:
+        return server.log() if server.log_path else ""
+
+    def healthy() -> bool:
         if exited():
-            log = server.log() if server.log_path else ""
-            raise RuntimeError(f"server exited:\n{log}")
+            raise RuntimeError(f"server exited:\n{log()}")
         # The server's own client: a new one per poll (``httpx.get``) loads the CA bundle,
         # about 50 ms of CPU each time, on the cores the server is starting on.
         try:
-            if server.http.get("/health", timeout=1).status_code == 200:
-                return
+            return server.http.get("/health", timeout=1).status_code == 200
         except httpx.TransportError:
-            pass
-        time.sleep(0.05)
-    log = server.log() if server.log_path else ""
-    raise RuntimeError(f"server did not become healthy:\n{log}")
+            return False
+
+    wait_until(healthy, lambda: f"server healthy:\n{log()}", within=60, every=0.05)
 
 
 # -- SSE ------------------------------------------------------------------------------------

@@ -1,0 +1,13 @@
+"""What the tests share, beside the tests themselves (fixtures stay in the conftest.py files):
+
+- ``rig``: the targets (the app in this process, uvicorn in a thread or a subprocess), SSE
+  parsing, the protocol's invariants and the session store read directly;
+- ``services``: PostgreSQL and Redis (fixtures, imported by tests/conftest.py);
+- ``agents``: the agents and apps served to the tests, beside the demo;
+- ``apps``: apps with identities as a deployment would plug them in;
+- ``ai7_socket``, ``table_chat``, ``real_client``: clients (ai 7's socket protocol, one chat on
+  any transport, the real AI SDK client in Node);
+- ``recordings``, ``fold_cases``: recorded and hand-written conversations;
+- ``waiting``: waits on a condition with a deadline;
+- ``faults``, ``browser``: what the fault tests and the browser tests use.
+"""
