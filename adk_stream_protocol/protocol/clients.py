@@ -1,5 +1,5 @@
 """The AI SDK clients the server speaks to, and everything ai 6 and ai 7 do differently,
-stated once (docs/adr/0056-part-kinds.md).
+stated once (docs/adr/0059-part-kinds.md).
 
 ``AI6`` is the newest 6.x (6.0.326) as the fold follows it, sent only what the strict 6.0.25
 accepts (docs/adr/0002); ``AI7`` is ai 7.x (docs/adr/0023). The converter, the message fold,

@@ -12,7 +12,7 @@ its other parts (function calls, files) are used. When nothing was streamed, the
 event's text is emitted whole. This needs no event-id matching, so it also holds in live mode,
 where every partial has a fresh id.
 
-The chunks of each part kind are made by that kind's module (``parts/``, docs/adr/0056): the
+The chunks of each part kind are made by that kind's module (``parts/``, docs/adr/0059): the
 converter decides, per event, which kinds it holds and in which order. Gemini's grounding
 becomes source parts for every client (``parts/sources.py``). What ai 7 adds (citations on
 ``text-end``, ``tool-approval-response``, the finish reason ``interrupted``) is sent only when

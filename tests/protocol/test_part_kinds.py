@@ -1,5 +1,5 @@
 """The part kinds (``protocol/parts/``) and the client table (``protocol/clients.py``),
-docs/adr/0056: the registry, the request's part union and the chunk catalogue agree; each
+docs/adr/0059: the registry, the request's part union and the chunk catalogue agree; each
 chunk type a client has is folded by exactly one kind (or by the message itself); what ai 6
 and ai 7 do differently is read from the table; and a recording made for ai 7 is sent to an
 ai 6 client as its strict schema accepts it."""
@@ -33,7 +33,7 @@ from adk_stream_protocol.protocol.parts.tools import Tools
 from adk_stream_protocol.testing_client import assistant_message
 from bench.converter import adk_events
 from tests.protocol.test_converter import model_event, text
-from tests.support import assert_strict_chunk
+from tests.support.rig import assert_strict_chunk
 
 # The chunks the message folds itself: they change the message, not one of its parts.
 MESSAGE_CHUNKS = {"start", "finish", "message-metadata", "error", "abort"}

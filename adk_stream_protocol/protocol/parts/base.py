@@ -1,6 +1,6 @@
 """What every part kind has (``PartKind``), and what the kinds' folds share with the message
 fold: the message they change, JavaScript's ``undefined`` in JSON terms, the current step, and
-the client's refusal to read on (docs/adr/0056-part-kinds.md)."""
+the client's refusal to read on (docs/adr/0059-part-kinds.md)."""
 
 from __future__ import annotations
 

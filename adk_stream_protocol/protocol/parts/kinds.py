@@ -1,4 +1,4 @@
-"""The part kinds of a UI message, listed once (docs/adr/0056-part-kinds.md): the message
+"""The part kinds of a UI message, listed once (docs/adr/0059-part-kinds.md): the message
 fold takes each chunk type to its kind, ``message_chunks`` each part type, ``inputs`` each
 request part, and the request's part union holds their models.
 
