@@ -129,6 +129,11 @@ class TurnCalls:
                     if gated is not None and not approved:
                         self.denied.add(gated.call_id)
 
+    def ask(self, confirmation: Confirmation) -> None:
+        """A confirmation asked outside the events this tracker folds: a live run's gate
+        asks itself, and stores the request in the session as ADK's (docs/adr/0057)."""
+        self.confirmations[confirmation.confirmation_id] = confirmation
+
     def pending_confirmations(self) -> dict[str, Confirmation]:
         return {k: c for k, c in self.confirmations.items() if k not in self.answered}
 

@@ -1,17 +1,18 @@
 """What a continuation answers: the approvals and browser results the client's last assistant
 message gives, checked against what the chat waits for (docs/adr/0020).
 
-``collect_answers`` and ``check_complete`` are the one set of rules for that on both
-transports: each reads what is pending through a ``PendingView``, from the stored session on
-``/stream`` (``StoredPending``) and from the running turn on ``/live``. ``take_steering`` adds
-the steering messages that ride with the answers (docs/adr/0022).
+``collect_answers`` and ``check_complete`` are the one set of rules for that on every
+transport: each reads what is pending through ``OpenInterrupts``, the one view of what a turn
+waits for (docs/adr/0057), made from the stored session on ``/stream`` and from the running
+turn on ``/live``. ``take_steering`` adds the steering messages that ride with the answers
+(docs/adr/0022).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Set
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from google.genai import types
 from pydantic import JsonValue
@@ -52,29 +53,7 @@ class Answers:
         return not self.decisions and not self.outputs and not self.rearmed
 
 
-class PendingView(Protocol):
-    """What a chat is waiting for from the client: read from the stored session on
-    ``/stream`` (``TurnCalls``) and from the running turn on ``/live``."""
-
-    def approval_call(self, approval_id: str) -> str | None:
-        """The call an approval of this turn gates (pending or already decided)."""
-
-    def approval_decided(self, approval_id: str) -> bool: ...
-
-    def asks_payload(self, approval_id: str) -> bool:
-        """Whether the confirmation asked with a payload, which the user may edit."""
-
-    def pending_approvals(self) -> set[str]: ...
-
-    def waiting_calls(self) -> set[str]:
-        """Browser calls without their result (including those still gated)."""
-
-    def gated_calls(self) -> set[str]: ...
-
-    def answered_calls(self) -> set[str]: ...
-
-
-def collect_answers(message: UIMessage, view: PendingView) -> Answers:
+def collect_answers(message: UIMessage, view: OpenInterrupts) -> Answers:
     """The approvals and browser results the client's last assistant message gives.
 
     An answer counts only if it answers something pending in this user's chat, in the
@@ -128,7 +107,7 @@ def take_steering(answers: Answers, message: UIMessage, used: Collection[str]) -
         answers.steering.extend(steering_input([steering]))
 
 
-def check_complete(answers: Answers, message_id: str, view: PendingView) -> None:
+def check_complete(answers: Answers, message_id: str, view: OpenInterrupts) -> None:
     """Refuse a continuation that answers nothing, or only part of a step: ADK would call
     the model with some calls still open."""
     if answers.empty() and answers.steering_ids:
@@ -158,30 +137,57 @@ def check_complete(answers: Answers, message_id: str, view: PendingView) -> None
         )
 
 
-class StoredPending:
-    """``PendingView`` of a stored turn (``/stream``): its calls read from the session."""
+class OpenInterrupts:
+    """What a turn waits for from the page: the one view ``collect_answers`` and
+    ``check_complete`` read, on every transport (docs/adr/0057).
 
-    def __init__(self, calls: TurnCalls) -> None:
+    It reads the turn's calls as its session holds them: ADK's pause on ``run_async``; on
+    ``run_live`` the gate's, which it stores the same way and the live turn folds as it asks
+    (``TurnCalls.ask``). A live turn adds what its run has not stored yet: the browser's
+    results the page gave (``delivered``), the calls the user denied (``denied``), whose
+    refusal reaches the events with the rest of their step, and which approvals the gate
+    still holds (``held``): one whose wait ended (it timed out, or was cancelled) is not open,
+    even before its call's result reaches the turn. ``held`` is None for a stored turn, where
+    the session alone says.
+    """
+
+    def __init__(
+        self,
+        calls: TurnCalls,
+        *,
+        delivered: Set[str] = frozenset(),
+        denied: Set[str] = frozenset(),
+        held: Set[str] | None = None,
+    ) -> None:
         self._calls = calls
+        self._delivered = delivered
+        self._denied = denied
+        pending = calls.pending_confirmations()
+        if held is not None:
+            pending = {k: c for k, c in pending.items() if k in held}
+        self._pending = pending
 
     def approval_call(self, approval_id: str) -> str | None:
+        """The call an approval of this turn gates (pending or already decided)."""
         confirmation = self._calls.confirmations.get(approval_id)
         return confirmation.call_id if confirmation is not None else None
 
     def approval_decided(self, approval_id: str) -> bool:
-        return approval_id in self._calls.answered
+        return approval_id not in self._pending
 
     def asks_payload(self, approval_id: str) -> bool:
+        """Whether the confirmation asked with a payload, which the user may edit."""
         return self._calls.confirmations[approval_id].payload is not None
 
     def pending_approvals(self) -> set[str]:
-        return set(self._calls.pending_confirmations())
+        return set(self._pending)
 
     def waiting_calls(self) -> set[str]:
-        return self._calls.pending_browser_calls()
+        """Browser calls without their result (including those still gated)."""
+        return self._calls.pending_browser_calls() - self._delivered - self._denied
 
     def gated_calls(self) -> set[str]:
-        return self._calls.gated_calls()
+        return {c.call_id for c in self._pending.values()}
 
     def answered_calls(self) -> set[str]:
-        return self._calls.answered
+        return self._calls.answered | self._delivered

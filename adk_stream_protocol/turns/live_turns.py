@@ -23,10 +23,11 @@ from adk_stream_protocol.foundation.settings import Settings
 from adk_stream_protocol.observability.telemetry import ResponseObserver
 from adk_stream_protocol.protocol.chunks import BaseChunk, DataChunk, FinishReason
 from adk_stream_protocol.protocol.converter import StreamProtocolConverter
-from adk_stream_protocol.protocol.tool_calls import TurnCalls
+from adk_stream_protocol.protocol.tool_calls import Confirmation, TurnCalls
 from adk_stream_protocol.protocol.ui_messages import UIMessage
 from adk_stream_protocol.turns.answers import (
     Answers,
+    OpenInterrupts,
     check_complete,
     collect_answers,
     take_steering,
@@ -81,7 +82,6 @@ class LiveTurn:
         # The user message the turn answers: the same one sent again is refused.
         self.user_message_id = user_message_id
         self.calls = TurnCalls()  # every call of the turn, from the run's events
-        self.approvals: dict[str, str] = {}  # approval id -> the call it gates
         self._delivered: set[str] = set()  # browser calls whose result the client gave
         # Calls the user denied: their result (the refusal) reaches the turn's events only with
         # the other results of their step, but the browser owes nothing for them.
@@ -222,8 +222,8 @@ class LiveTurn:
 
     def on_waiting(self, call: WaitingCall) -> None:
         self._working = False  # the run waits for the client again
-        if call.approval_id is not None:
-            self.approvals[call.approval_id] = call.call_id
+        if call.approval_id is not None:  # what the gate stored in the session, folded alike
+            self.calls.ask(Confirmation(call.approval_id, call.call_id, call.payload))
         self._tasks.spawn(self._announce(call), name=f"live-call:{self._chat[1]}")
 
     async def _announce(self, call: WaitingCall) -> None:
@@ -267,7 +267,13 @@ class LiveTurn:
 
     async def plan_continuation(self, message: UIMessage) -> Answers:
         """What the client's message answers (refused with ``RequestError`` if nothing)."""
-        view = _TurnPending(self, await self._pending.waiting(self._chat))
+        held = await self._pending.waiting(self._chat)
+        view = OpenInterrupts(
+            self.calls,
+            delivered=self._delivered,
+            denied=self._denied,
+            held={w.approval_id for w in held if w.approval_id is not None},
+        )
         answers = collect_answers(message, view)
         take_steering(answers, message, self._steered)
         # Events that wait, or the model still at work on answers this socket gave (a
@@ -308,13 +314,6 @@ class LiveTurn:
         self._steering = []
         self._run.send_content(content)
 
-    def waiting_browser_calls(self) -> set[str]:
-        """Browser calls still without the client's result."""
-        return self.calls.pending_browser_calls() - self._delivered - self._denied
-
-    def answered_calls(self) -> set[str]:
-        return self.calls.answered | self._delivered
-
     async def take_result(self, call_id: str, result: Any) -> str | None:
         """A ``tool_result`` frame's output for ``call_id``, delivered; or why it cannot be."""
         if call_id in self._delivered:
@@ -331,34 +330,3 @@ class LiveTurn:
         self._rearm.discard(call_id)  # the browser has run it: nothing to hand back
         self._working = True
         await self._pending.deliver(self._chat, call_id, result)
-
-
-class _TurnPending:
-    """``PendingView`` of a live turn: its calls, and what waits right now."""
-
-    def __init__(self, turn: LiveTurn, waiting: list[WaitingCall]) -> None:
-        self._turn = turn
-        self._approvals = {w.approval_id for w in waiting if w.approval_id is not None}
-        self._gated = {w.call_id for w in waiting if w.approval_id is not None}
-        self._with_payload = {w.approval_id for w in waiting if w.payload is not None}
-
-    def approval_call(self, approval_id: str) -> str | None:
-        return self._turn.approvals.get(approval_id)
-
-    def approval_decided(self, approval_id: str) -> bool:
-        return approval_id not in self._approvals
-
-    def asks_payload(self, approval_id: str) -> bool:
-        return approval_id in self._with_payload
-
-    def pending_approvals(self) -> set[str]:
-        return set(self._approvals)
-
-    def waiting_calls(self) -> set[str]:
-        return self._turn.waiting_browser_calls()
-
-    def gated_calls(self) -> set[str]:
-        return set(self._gated)
-
-    def answered_calls(self) -> set[str]:
-        return self._turn.answered_calls()

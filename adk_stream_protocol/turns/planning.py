@@ -43,7 +43,7 @@ from adk_stream_protocol.store.history import (
     used_steering_ids,
 )
 from adk_stream_protocol.turns.answers import (
-    StoredPending,
+    OpenInterrupts,
     check_complete,
     collect_answers,
     take_steering,
@@ -175,7 +175,7 @@ def _continue(
     """The client answered tool calls of the assistant message it sends last."""
     _check_message_id(request, last)
     calls = turn_calls(current_turn(history))
-    view = StoredPending(calls)
+    view = OpenInterrupts(calls)
     answers = collect_answers(last, view)
     take_steering(answers, last, used_steering_ids(history))
     if answers.empty() and not answers.steering_ids and (recovery := recovery_of(calls)):

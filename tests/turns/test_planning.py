@@ -22,7 +22,7 @@ from adk_stream_protocol.protocol.ui_messages import ChatRequest, UIMessage, par
 from adk_stream_protocol.turns.answers import (
     Answers,
     Decision,
-    StoredPending,
+    OpenInterrupts,
     check_complete,
     collect_answers,
 )
@@ -650,7 +650,7 @@ def test_collect_answers_reads_decisions_outputs_and_rearmed_calls() -> None:
         *gated_call("inv-1", "call-loc", "get_location", "conf-loc", browser=True),
         call_event("inv-1", "call-cam", "take_photo", browser=True),
     ]
-    view = StoredPending(turn_calls(events))
+    view = OpenInterrupts(turn_calls(events))
     answers = collect_answers(
         message(
             decided("process_payment", "call-pay", "conf-pay", False),
@@ -675,14 +675,14 @@ def test_check_complete_lets_a_rearmed_call_wait_for_the_rest() -> None:
         *payment_turn(),
         *gated_call("inv-1", "call-loc", "get_location", "conf-loc", browser=True),
     ]
-    view = StoredPending(turn_calls(events))
+    view = OpenInterrupts(turn_calls(events))
     answers = collect_answers(message(decided("get_location", "call-loc", "conf-loc", True)), view)
     assert answers.rearmed == ["call-loc"]
     check_complete(answers, "a1", view)  # conf-pay is still open: answered with the result
 
 
 def test_check_complete_refuses_nothing_answered() -> None:
-    view = StoredPending(turn_calls(payment_turn()))
+    view = OpenInterrupts(turn_calls(payment_turn()))
     with pytest.raises(RequestError) as caught:
         check_complete(Answers(), "a1", view)
     assert caught.value.status == 409
@@ -695,7 +695,7 @@ def test_check_complete_names_every_open_item() -> None:
         call_event("inv-1", "call-loc", "get_location", browser=True),
         *gated_call("inv-1", "call-two", "process_payment", "conf-two"),
     ]
-    view = StoredPending(turn_calls(events))
+    view = OpenInterrupts(turn_calls(events))
     answers = Answers(decisions=[Decision("conf-pay", "call-pay", True)])
     with pytest.raises(RequestError) as caught:
         check_complete(answers, "a1", view)
@@ -708,7 +708,7 @@ def test_stored_pending_view_of_a_turn() -> None:
         user_decision("inv-2", "conf-pay", confirmed=True),
         *gated_call("inv-2", "call-loc", "get_location", "conf-loc", browser=True),
     ]
-    view = StoredPending(turn_calls(events))
+    view = OpenInterrupts(turn_calls(events))
     assert view.approval_call("conf-pay") == "call-pay"
     assert view.approval_call("conf-loc") == "call-loc"
     assert view.approval_call("nope") is None
