@@ -149,7 +149,6 @@ class LiveConnection:
         self._services = services
         self._io = io
         self._held = held
-        self.chat_id = held.chat[1]
         self._slot = slot  # held while a response of this socket is open
         self._restart = restart  # what a rolling restart sees: busy while answering
         runtime = services.runtime
@@ -167,6 +166,10 @@ class LiveConnection:
         self._abandoning = False
         self._handling = asyncio.Lock()  # held while a frame is handled
         self._ending: asyncio.Task[None] | None = None  # the socket's end (``_end``), once
+
+    @property
+    def chat_id(self) -> str:
+        return self._held.chat[1]
 
     @property
     def _deleted(self) -> bool:
