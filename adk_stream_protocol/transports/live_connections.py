@@ -412,8 +412,8 @@ class LiveConnection:
     async def _delivery(self, request: ChatRequest, sink: AnswerSink) -> Delivery:
         """Where a response to ``request`` goes: the socket, the chat's chunk log (opened
         first: from then on the chat reads as answering), the chat's record."""
-        responses, (chat, lease) = self._services.responses, (self._held.chat, self._held.lease)
-        log = await responses.open_log(chat, lease)
+        responses, chat = self._services.responses, self._held.chat
+        log = await responses.open_log(chat, self._held.lease)
         records = await responses.records.open("live", chat, request)
         window = self._services.settings.delta_coalescing_ms / 1000
         return Delivery(sink, log, records, coalescing_seconds=window)
