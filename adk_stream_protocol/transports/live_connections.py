@@ -149,7 +149,6 @@ class LiveConnection:
         self._services = services
         self._io = io
         self._held = held
-        self.chat_id = held.chat[1]
         self._slot = slot  # held while a response of this socket is open
         self._restart = restart  # what a rolling restart sees: busy while answering
         runtime = services.runtime
@@ -167,6 +166,10 @@ class LiveConnection:
         self._abandoning = False
         self._handling = asyncio.Lock()  # held while a frame is handled
         self._ending: asyncio.Task[None] | None = None  # the socket's end (``_end``), once
+
+    @property
+    def chat_id(self) -> str:
+        return self._held.chat[1]
 
     @property
     def _deleted(self) -> bool:
@@ -409,8 +412,8 @@ class LiveConnection:
     async def _delivery(self, request: ChatRequest, sink: AnswerSink) -> Delivery:
         """Where a response to ``request`` goes: the socket, the chat's chunk log (opened
         first: from then on the chat reads as answering), the chat's record."""
-        responses, (chat, lease) = self._services.responses, (self._held.chat, self._held.lease)
-        log = await responses.open_log(chat, lease)
+        responses, chat = self._services.responses, self._held.chat
+        log = await responses.open_log(chat, self._held.lease)
         records = await responses.records.open("live", chat, request)
         window = self._services.settings.delta_coalescing_ms / 1000
         return Delivery(sink, log, records, coalescing_seconds=window)
