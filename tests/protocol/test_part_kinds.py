@@ -68,12 +68,12 @@ def test_every_part_type_has_one_kind() -> None:
     assert kind_of("no-such-part") is None
 
 
-def fold_tables(ai_sdk: c.AiSdkVersion) -> tuple[dict[str, PartKind], dict[str, PartKind]]:
+def fold_tables() -> tuple[dict[str, PartKind], dict[str, PartKind]]:
     """Chunk type -> the kind whose fold takes it, and chunk prefix -> kind."""
-    fold = MessageFold([], ai_sdk=ai_sdk)
+    message: dict[str, Any] = {"id": "m", "role": "assistant", "parts": []}
     by_type: dict[str, PartKind] = {}
     by_prefix: dict[str, PartKind] = {}
-    for kind in fold._kinds:
+    for kind in (kind(message, AI7) for kind in PART_KINDS):
         for chunk_type in kind.folds():
             assert chunk_type not in by_type, f"{chunk_type} is folded by two kinds"
             by_type[chunk_type] = kind
@@ -82,7 +82,7 @@ def fold_tables(ai_sdk: c.AiSdkVersion) -> tuple[dict[str, PartKind], dict[str, 
 
 
 def test_each_chunk_type_of_a_client_is_folded_by_one_kind_or_the_message() -> None:
-    by_type, by_prefix = fold_tables(7)
+    by_type, by_prefix = fold_tables()
     assert not MESSAGE_CHUNKS & by_type.keys()
     assert by_type.keys() | MESSAGE_CHUNKS == AI7.chunk_types
     assert set(by_prefix) == {"data-"}
