@@ -8,6 +8,7 @@
 - ``ai7_socket``, ``table_chat``, ``real_client``: clients (ai 7's socket protocol, one chat on
   any transport, the real AI SDK client in Node);
 - ``recordings``, ``fold_cases``: recorded and hand-written conversations;
-- ``waiting``: waits on a condition with a deadline;
+- ``waiting``: waits on a condition with a deadline, where there is no event to wait on;
+- ``tiers``: which tests are ``fast`` and which ``out_of_process``, and the fast tier's guard;
 - ``faults``, ``browser``: what the fault tests and the browser tests use.
 """

@@ -7,7 +7,8 @@ the full set-up. Every other test is ``fast``: the app in this process (Starlett
 or uvicorn in a thread), the real ADK Runner, the offline model, SQLite. ``scripts/test
 --fast`` runs the ``fast`` ones only.
 
-Nobody marks a test ``fast``: tests/conftest.py derives it. A test is ``out_of_process`` by
+Nobody marks a test ``fast``: ``TierPlugin`` (registered by tests/conftest.py) marks each test
+at collection. A test is ``out_of_process`` by
 - a fixture it uses (``OUT_OF_PROCESS_FIXTURES``, directly or through other fixtures), or a
   parameter that names one (``target`` is ``app`` or ``server``);
 - the ``browser`` marker;
