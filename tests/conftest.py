@@ -114,6 +114,7 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessApp]:
 
 
 @pytest.fixture(scope="session")
+@tiers.out_of_process_fixture
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """The real app under uvicorn: real ADK runner, offline demo model, SQLite store."""
     from tests.support.rig import run_server

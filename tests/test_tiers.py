@@ -13,9 +13,10 @@ import pytest
 
 from tests.support.tiers import (
     GUARD,
-    OUT_OF_PROCESS_FIXTURES,
     ProcessInFastTier,
+    is_out_of_process,
     out_of_process_reason,
+    process_fixtures,
 )
 
 
@@ -62,20 +63,13 @@ def test_a_fast_test_cannot_ask_for_a_service_at_run_time(
 @pytest.mark.parametrize(
     ("fixtures", "markers", "params", "reason"),
     [
-        ({"app", "tmp_path"}, set(), {}, None),
-        ({"servers", "audio_server"}, set(), {}, None),  # uvicorn in a thread of the test's own
-        ({"server", "tmp_path"}, set(), {}, "uses the fixture server"),
-        (
-            {"redis_prefix", "redis_run_prefix", "redis_url"},
-            set(),
-            {},
-            "uses the fixture redis_url",
-        ),
-        ({"service", "postgres_url"}, set(), {}, "uses the fixture postgres_url"),
-        ({"page", "browser", "playwright"}, {"browser"}, {}, "marked browser"),
-        ({"tmp_path"}, {"out_of_process"}, {}, "marked out_of_process"),
-        ({"target"}, set(), {"target": "app"}, None),
-        ({"target"}, set(), {"target": "server"}, "runs on the fixture server (target)"),
+        (set(), set(), {}, None),
+        ({"server"}, set(), {}, "uses the fixture server"),
+        ({"redis_url", "redis_prefix"}, set(), {}, "uses the fixture redis_prefix"),
+        ({"browser", "playwright"}, {"browser"}, {}, "marked browser"),
+        (set(), {"out_of_process"}, {}, "marked out_of_process"),
+        (set(), set(), {"target": "app"}, None),
+        (set(), set(), {"target": "server"}, "runs on the fixture server (target)"),
     ],
 )
 def test_what_puts_a_test_out_of_the_fast_tier(
@@ -84,15 +78,38 @@ def test_what_puts_a_test_out_of_the_fast_tier(
     assert out_of_process_reason(fixtures, markers, params) == reason
 
 
+@pytest.mark.parametrize(
+    ("name", "out"),
+    [
+        ("server", True),  # uvicorn in a subprocess
+        ("postgres_url", True),
+        ("new_postgres_database", True),
+        ("redis_url", True),
+        ("redis_cluster_url", True),
+        ("app", False),  # the app in this process
+        ("servers", False),  # uvicorn in a thread of this process
+        ("audio_server", False),
+        ("tmp_path", False),
+    ],
+)
+def test_the_run_wide_fixtures_say_whether_they_are_out_of_process(
+    request: pytest.FixtureRequest, name: str, out: bool
+) -> None:
+    (*_, in_effect) = request.session._fixturemanager.getfixturedefs(name, request.node) or ()
+    assert is_out_of_process(in_effect) is out
+
+
 def test_every_collected_test_that_uses_a_server_is_out_of_process(
     request: pytest.FixtureRequest,
 ) -> None:
-    """Over the tests of this run: none that uses a server, a service or the browser is fast."""
+    """Over the tests of this run: none that uses a server, a service or the browser is fast,
+    and a module's own in-process fixture named ``server`` keeps its tests fast."""
     for item in request.session.items:
-        fixtures = set(getattr(item, "fixturenames", ()))
-        if fixtures & OUT_OF_PROCESS_FIXTURES:
+        if process_fixtures(item):
             assert not item.get_closest_marker("fast"), item.nodeid
             assert item.get_closest_marker("out_of_process"), item.nodeid
         assert bool(item.get_closest_marker("fast")) != bool(
             item.get_closest_marker("out_of_process")
         ), item.nodeid
+        if item.nodeid.startswith("tests/transports/test_sse_response.py::"):
+            assert item.get_closest_marker("fast"), f"its server is a thread: {item.nodeid}"

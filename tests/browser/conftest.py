@@ -38,6 +38,7 @@ from playwright.sync_api import (
 
 from tests.support.browser.playground import AI7, Mode, Playground, SocketLog
 from tests.support.rig import PLAYGROUND_DIST, ROOT, LiveServer, ServerPool
+from tests.support.tiers import out_of_process_fixture
 
 # The ai 6 build of the playground (`npm run build:v6` in playground/).
 PLAYGROUND_DIST_V6 = ROOT / "playground" / "dist-v6"
@@ -69,12 +70,14 @@ _FAILED = pytest.StashKey[bool]()
 
 
 @pytest.fixture(scope="package")
+@out_of_process_fixture
 def playwright() -> Iterator[Playwright]:
     with sync_playwright() as driver:
         yield driver
 
 
 @pytest.fixture(scope="package")
+@out_of_process_fixture
 def browser(playwright: Playwright) -> Iterator[Browser]:
     if not Path(CHROMIUM).is_file():
         pytest.fail(

@@ -11,9 +11,11 @@ import pytest
 
 from tests.support.faults.stores import PrivatePostgres, PrivateRedis
 from tests.support.rig import LiveServer, run_server
+from tests.support.tiers import out_of_process_fixture
 
 
 @pytest.fixture(scope="module")
+@out_of_process_fixture
 def postgres() -> Iterator[PrivatePostgres]:
     store = PrivatePostgres()
     try:
@@ -24,6 +26,7 @@ def postgres() -> Iterator[PrivatePostgres]:
 
 
 @pytest.fixture(scope="module")
+@out_of_process_fixture
 def redis_store() -> Iterator[PrivateRedis]:
     store = PrivateRedis()
     try:
@@ -46,6 +49,7 @@ def server_env(postgres: PrivatePostgres, redis_store: PrivateRedis) -> dict[str
 
 
 @pytest.fixture(scope="module")
+@out_of_process_fixture
 def server(
     postgres: PrivatePostgres,
     redis_store: PrivateRedis,

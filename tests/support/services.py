@@ -32,6 +32,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
+from tests.support.tiers import out_of_process_fixture
 from tests.support.waiting import wait_until
 
 REQUIRE_SERVICES_ENV = "ADK_STREAM_TEST_REQUIRE_SERVICES"
@@ -98,6 +99,7 @@ def _drop_database(admin: str, database: str) -> None:
 
 
 @pytest.fixture(scope="session")
+@out_of_process_fixture
 def postgres_url() -> Iterator[str]:
     """``postgresql+asyncpg://…`` of a fresh database, dropped after the run."""
     admin, database = _create_database()
@@ -108,6 +110,7 @@ def postgres_url() -> Iterator[str]:
 
 
 @pytest.fixture
+@out_of_process_fixture
 def new_postgres_database() -> Iterator[Callable[[], str]]:
     """A maker of brand-new, empty databases (``postgresql+asyncpg://…``), all dropped after
     the test: for what must start from nothing, such as creating ADK's tables."""
@@ -126,6 +129,7 @@ def new_postgres_database() -> Iterator[Callable[[], str]]:
 
 
 @pytest.fixture(scope="session")
+@out_of_process_fixture
 def redis_url() -> str:
     """A reachable Redis (its URL)."""
     url = os.environ.get(REDIS_ENV, DEFAULT_REDIS)
@@ -227,6 +231,7 @@ def _answers(port: int) -> bool:
 
 
 @pytest.fixture(scope="session")
+@out_of_process_fixture
 def redis_cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``redis://127.0.0.1:PORT/0`` of one node of a three-node Redis Cluster of this run's own
     (no replicas, nothing saved), made from the machine's ``redis-server`` (7.0 or later:

@@ -9,48 +9,74 @@ or uvicorn in a thread), the real ADK Runner, the offline model, SQLite. ``scrip
 
 Nobody marks a test ``fast``: ``TierPlugin`` (registered by tests/conftest.py) marks each test
 at collection. A test is ``out_of_process`` by
-- a fixture it uses (``OUT_OF_PROCESS_FIXTURES``, directly or through other fixtures), or a
+- a fixture it uses, directly or through other fixtures, that is declared so where it is
+  defined (``@out_of_process_fixture`` under ``@pytest.fixture``: uvicorn in a subprocess, the
+  PostgreSQL and Redis fixtures, the fault tests' private stores, the browser); a module's own
+  fixture of the same name (an in-process ``server``) is what counts for its tests; or a
   parameter that names one (``target`` is ``app`` or ``server``);
 - the ``browser`` marker;
 - ``pytest.mark.out_of_process`` on the test, its module (``pytestmark``) or a parameter,
   where the test starts the process itself, or needs what Node builds (the playground's page).
 
 While a ``fast`` test runs (its set-up, call and teardown, in every run, so that CI catches a
-test in the wrong tier), ``ProcessGuard`` refuses to start a process, and a fixture of
-``OUT_OF_PROCESS_FIXTURES`` asked for at run time (``request.getfixturevalue``) fails the test.
+test in the wrong tier), ``ProcessGuard`` refuses to start a process, and an out-of-process
+fixture asked for at run time (``request.getfixturevalue``) fails the test.
 """
 
 from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
 FAST = "fast"
 OUT_OF_PROCESS = "out_of_process"
 
-# Fixtures that start a process or reach a service; those that use them are found through
-# pytest's fixture closure (``redis_prefix`` through ``redis_url``, a browser test's page
-# through ``browser``).
-OUT_OF_PROCESS_FIXTURES = frozenset(
-    {
-        "server",  # uvicorn in a subprocess (tests/conftest.py; tests/faults/conftest.py's too)
-        "postgres_url",  # the machine's PostgreSQL (tests/support/services.py)
-        "new_postgres_database",
-        "redis_url",  # the machine's Redis
-        "redis_cluster_url",  # three redis-server processes
-        "postgres",  # tests/faults/conftest.py's private PostgreSQL and Redis
-        "redis_store",
-        "playwright",  # Playwright's driver (Node) and Chromium (tests/browser/conftest.py)
-        "browser",
-    }
-)
-# Fixtures whose parameter names the fixture they stand for (tests/conftest.py's ``target``).
+# Set on the function of a fixture that starts a process or reaches a service.
+_MARK = "_starts_or_reaches_a_process"
+# What a dispatching fixture's parameter may name (tests/conftest.py's ``target``: ``app`` or
+# ``server``): the run-wide ``server``, uvicorn in a subprocess.
 DISPATCHING_FIXTURES = frozenset({"target"})
+DISPATCHED_OUT_OF_PROCESS = frozenset({"server"})
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def out_of_process_fixture(function: F) -> F:
+    """Declares a fixture out of process (under ``@pytest.fixture``): the tests that use it,
+    directly or through other fixtures, are ``out_of_process``."""
+    setattr(function, _MARK, True)
+    return function
+
+
+def is_out_of_process(fixturedef: pytest.FixtureDef[Any]) -> bool:
+    return bool(getattr(fixturedef.func, _MARK, False))
+
+
+def process_fixtures(item: pytest.Item) -> list[str]:
+    """The fixtures of the item's closure that are out of process, as the item resolves them
+    (a module's own ``server`` in place of the run's)."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return []
+    found = []
+    for name in getattr(item, "fixturenames", ()):
+        defs = list(info.name2fixturedefs.get(name, ()))
+        # The last definition is the one in effect; one that asks for its own name uses the
+        # one before it too.
+        while defs:
+            fixturedef = defs.pop()
+            if is_out_of_process(fixturedef):
+                found.append(name)
+                break
+            if name not in fixturedef.argnames:
+                break
+    return found
+
 
 # Audit events (sys.audit) of a process being started: subprocess and asyncio's subprocesses
 # both go through ``subprocess.Popen``; the rest is what os and pty offer besides.
@@ -69,21 +95,21 @@ PROCESS_EVENTS = frozenset(
 
 
 def out_of_process_reason(
-    fixturenames: Iterable[str], markers: Iterable[str], params: Mapping[str, object]
+    out_of_process: Iterable[str], markers: Iterable[str], params: Mapping[str, object]
 ) -> str | None:
-    """Why a test with these fixtures (its closure), marker names and parameters is
-    ``out_of_process``, or None for a ``fast`` one."""
+    """Why a test whose out-of-process fixtures are these (``process_fixtures``), with these
+    marker names and parameters, is ``out_of_process``, or None for a ``fast`` one."""
     names = set(markers)
     if OUT_OF_PROCESS in names:
         return "marked out_of_process"
     if "browser" in names:
         return "marked browser"
-    used = sorted(OUT_OF_PROCESS_FIXTURES.intersection(fixturenames))
+    used = sorted(out_of_process)
     if used:
         return f"uses the fixture {used[0]}"
     for name in DISPATCHING_FIXTURES:
         chosen = params.get(name)
-        if isinstance(chosen, str) and chosen in OUT_OF_PROCESS_FIXTURES:
+        if isinstance(chosen, str) and chosen in DISPATCHED_OUT_OF_PROCESS:
             return f"runs on the fixture {chosen} ({name})"
     return None
 
@@ -94,7 +120,7 @@ def classify(items: Iterable[pytest.Item]) -> None:
         callspec = getattr(item, "callspec", None)
         params = callspec.params if callspec is not None else {}
         reason = out_of_process_reason(
-            getattr(item, "fixturenames", ()), (m.name for m in item.iter_markers()), params
+            process_fixtures(item), (m.name for m in item.iter_markers()), params
         )
         if reason is None:
             item.add_marker(FAST)
@@ -211,5 +237,5 @@ class TierPlugin:
     def pytest_fixture_setup(self, fixturedef: pytest.FixtureDef[Any]) -> None:
         """A fast test that asks for a server or a service at run time fails, saying so."""
         test = GUARD.test
-        if test is not None and fixturedef.argname in OUT_OF_PROCESS_FIXTURES:
+        if test is not None and is_out_of_process(fixturedef):
             pytest.fail(refusal(test, f"the fixture {fixturedef.argname}"), pytrace=False)
