@@ -14,6 +14,7 @@ Each test is ``fast`` or ``out_of_process``, and a fast one that starts a proces
 
 from __future__ import annotations
 
+import gc
 import os
 from collections import Counter
 from collections.abc import Iterator
@@ -41,6 +42,16 @@ if TYPE_CHECKING:
 # fast tier's CPU. tests/server/test_collector.py tests the setting itself; servers in
 # subprocesses (rig.run_server) keep the default, as deployed.
 os.environ.setdefault("ADK_STREAM_GC_FREEZE", "false")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What the test process holds once its tests are collected (ADK, pydantic, pytest's
+    items) is frozen once, as a server freezes its start-up: a full collection during a test
+    then walks only what the tests made, and a test that times its stream (a keep-alive after
+    0.1 s of silence) is not held up by one that walks the whole process."""
+    gc.collect()
+    gc.freeze()
+
 
 AUDIO = {"ADK_STREAM_LIVE_MODALITY": "AUDIO"}
 

@@ -4,11 +4,21 @@ objects frozen, a larger young threshold, both undone at shutdown."""
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.support.rig import chat_body, in_process_app, post_stream, user_message
+
+
+@pytest.fixture(autouse=True)
+def collector_as_python_leaves_it() -> Iterator[None]:
+    """Without the test process's own freeze (tests/conftest.py), which is back afterwards."""
+    gc.unfreeze()
+    yield
+    gc.collect()
+    gc.freeze()
 
 
 def test_a_running_app_freezes_start_up_and_collects_the_young_less_often(
