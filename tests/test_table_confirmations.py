@@ -7,14 +7,13 @@ what each tool body did, and how often."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Iterator
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from google.adk.agents import LlmAgent
 from google.adk.apps import App
+from google.adk.events import Event
 
 from adk_stream_protocol.foundation.identity import LOCAL_USER
 from adk_stream_protocol.protocol.tool_calls import APPROVAL_TIMEOUT_RESULT, TurnCalls, turn_calls
@@ -32,6 +31,7 @@ from tests.support.agents.samples import (
     resumable_bank_app,
 )
 from tests.support.table_chat import TRANSPORTS, TableChat
+from tests.support.waiting import wait_until
 
 # A wait a test would notice (a call waiting for the page by mistake ends here).
 TIMEOUT_SECONDS = 20
@@ -223,9 +223,9 @@ def test_a_live_approval_that_times_out_is_settled_in_the_session_without_a_deci
     is no decision: the chat waits for nothing, and ADK's resume never acts on it."""
     asked = impatient_bank.send("send 50 to Ana")
     (request,) = asked.of_type("tool-approval-request")
-    settled = _wait_for_settlement(impatient_bank, request["approvalId"])
-    assert settled.author != "user"
-    assert settled.response == dict(APPROVAL_TIMEOUT_RESULT)
+    author, response = _wait_for_settlement(impatient_bank, request["approvalId"])
+    assert author != "user"
+    assert response == dict(APPROVAL_TIMEOUT_RESULT)
     calls = _stored_turn(impatient_bank)
     assert request["approvalId"] in calls.answered
     assert calls.decisions == {}
@@ -234,37 +234,37 @@ def test_a_live_approval_that_times_out_is_settled_in_the_session_without_a_deci
     assert ledger.lines == []
 
 
-def _wait_for_settlement(bank: TableChat, approval_id: str) -> Any:
-    """The stored response to ``approval_id`` and its event's author, once the store has it:
+def _wait_for_settlement(bank: TableChat, approval_id: str) -> tuple[str, Any]:
+    """The author and response of the stored answer to ``approval_id``, once the store has it:
     the gate writes it when the wait times out, which nothing on the page is told of."""
-    bridge = bank.http.app.state.bridge  # type: ignore[attr-defined]
-    assert bank.http.portal is not None
 
-    async def settled() -> Any:
-        async with asyncio.timeout(10):
-            while True:
-                session = await bridge.sessions.open(LOCAL_USER, bank.chat_id)
-                for event in session.events:
-                    for response in event.get_function_responses():
-                        if response.id == approval_id:
-                            return SimpleNamespace(author=event.author, response=response.response)
-                await asyncio.sleep(0.05)  # a store has no change feed to wait on
+    def settlement() -> tuple[str, Any] | None:
+        return next(
+            (
+                (event.author, response.response)
+                for event in _stored_events(bank)
+                for response in event.get_function_responses()
+                if response.id == approval_id
+            ),
+            None,
+        )
 
-    return bank.http.portal.call(settled)
+    return wait_until(settlement, f"a stored answer to {approval_id}")
 
 
 def _stored_turn(bank: TableChat) -> TurnCalls:
     """The calls of the chat's current turn, as the stored session holds them."""
-    return _read_session(bank, lambda events: turn_calls(current_turn(live_events(events))))
+    return turn_calls(current_turn(live_events(_stored_events(bank))))
 
 
-def _read_session(bank: TableChat, read: Callable[[list[Any]], TurnCalls]) -> TurnCalls:
+def _stored_events(bank: TableChat) -> list[Event]:
+    """The chat's events as its app's session store holds them."""
     bridge = bank.http.app.state.bridge  # type: ignore[attr-defined]
     assert bank.http.portal is not None
 
-    async def stored() -> TurnCalls:
+    async def stored() -> list[Event]:
         session = await bridge.sessions.open(LOCAL_USER, bank.chat_id)
-        return read(session.events)
+        return list(session.events)
 
     return bank.http.portal.call(stored)
 
@@ -320,16 +320,9 @@ def test_on_the_live_connection_an_approval_outlives_its_socket(
 
 def _results(bank: TableChat, call_id: str) -> int:
     """The stored results of a call that are not ADK's "needs confirmation" placeholder."""
-    bridge = bank.http.app.state.bridge  # type: ignore[attr-defined]
-    assert bank.http.portal is not None
-
-    async def stored() -> int:
-        session = await bridge.sessions.open(LOCAL_USER, bank.chat_id)
-        return sum(
-            1
-            for event in session.events
-            for response in event.get_function_responses()
-            if response.id == call_id and call_id not in event.actions.requested_tool_confirmations
-        )
-
-    return bank.http.portal.call(stored)
+    return sum(
+        1
+        for event in _stored_events(bank)
+        for response in event.get_function_responses()
+        if response.id == call_id and call_id not in event.actions.requested_tool_confirmations
+    )

@@ -16,7 +16,7 @@ asked (docs/adr/0057): the call's "needs confirmation" placeholder with the requ
 actions, then the ``adk_request_confirmation`` call under the approval's id; and its end when
 it ends: the user's answer, or the server's result for a wait that timed out or was cancelled.
 So what a chat waits for is read from its session on every transport, and a socket that
-leaves while an approval waits (``handing_off``) has nothing to convert: the wait ends without
+leaves while an approval waits (``pausing_on_leave``) has nothing to convert: the wait ends without
 an answer, the call pauses as under ``run_async``, and any instance answers it from the
 session.
 """
@@ -97,7 +97,7 @@ class LiveApprovalPlugin(BasePlugin):
         self._leaving: set[ChatKey] = set()
 
     @contextmanager
-    def handing_off(self, chat: ChatKey) -> Iterator[None]:
+    def pausing_on_leave(self, chat: ChatKey) -> Iterator[None]:
         """While the chat's socket ends its waits: an approval left unanswered stays paused,
         as stored when it was asked, instead of being cancelled (docs/adr/0057)."""
         self._leaving.add(chat)
@@ -116,7 +116,7 @@ class LiveApprovalPlugin(BasePlugin):
         outcome = (
             await self._ask(tool, tool_args, tool_context, NEEDS_CONFIRMATION_RESULT)
         ).outcome
-        if outcome == "cancelled" and _chat(tool_context) in self._leaving:
+        if self._paused(tool_context, outcome):
             return None  # the tool's own gate pauses the call, as under run_async
         if outcome == "denied":
             return dict(REJECTED_RESULT)
@@ -139,15 +139,15 @@ class LiveApprovalPlugin(BasePlugin):
         asked = tool_context.actions.requested_tool_confirmations
         # Taken out of the call's actions: the answer, not a placeholder, is the call's result.
         while (request := asked.pop(call_id, None)) is not None:
-            if _chat(tool_context) in self._leaving:
-                # Paused as run_async pauses it (the request stays): a declared confirmation's
-                # own gate asking again after the socket left, stored when first asked.
+            # A socket that left pauses the call as run_async pauses it: the request stays.
+            # Asked again then (a declared confirmation's own gate), it was stored already.
+            if self._paused(tool_context):
                 asked[call_id] = request
                 break
             placeholder = answer if isinstance(answer, dict) else {"result": answer}
             verdict = await self._ask(tool, tool_args, tool_context, placeholder, request)
-            if verdict.outcome == "cancelled" and _chat(tool_context) in self._leaving:
-                asked[call_id] = request  # paused as run_async pauses it: the request stays
+            if self._paused(tool_context, verdict.outcome):
+                asked[call_id] = request
                 break
             if verdict.outcome not in ("approved", "denied"):
                 return dict(_UNANSWERED[verdict.outcome])
@@ -186,13 +186,17 @@ class LiveApprovalPlugin(BasePlugin):
         for event in _pause(tool_context, approval_id, original, placeholder, request):
             await self._append(tool_context, event)
         verdict = await self._pending.ask_confirmation(chat, call, self._timeout)
-        handed_off = verdict.outcome == "cancelled" and chat in self._leaving
-        if not handed_off:
+        if not self._paused(tool_context, verdict.outcome):
             self._on_outcome(verdict.outcome)  # a paused approval has no outcome yet
             confirmation = Confirmation(approval_id, call_id, payload)
             await self._append(tool_context, _end(tool_context, confirmation, verdict))
         await self._store_page_state(tool_context)
         return verdict
+
+    def _paused(self, tool_context: ToolContext, outcome: Outcome = "cancelled") -> bool:
+        """Whether the call pauses rather than ends: its socket is leaving (ADR 0057), and the
+        wait, if any, ended for that reason (cancelled), not with an answer or a timeout."""
+        return outcome == "cancelled" and _chat(tool_context) in self._leaving
 
     async def _store_page_state(self, tool_context: ToolContext) -> None:
         """What the page changed with its answer, stored before the call goes on."""

@@ -53,12 +53,12 @@ from adk_stream_protocol.transports.live_frames import (
     receive,
 )
 from adk_stream_protocol.transports.live_restarts import AnswerSink, LiveRestart
-from adk_stream_protocol.turns.live_handoffs import StoredPause
 from adk_stream_protocol.turns.live_messages import plan_live_message, rewind_live_chat
 from adk_stream_protocol.turns.live_runs import LiveRun, RunFailed, RunReport, ToolData
 from adk_stream_protocol.turns.live_turns import LiveTurn
 from adk_stream_protocol.turns.planning import new_message_id
 from adk_stream_protocol.turns.response import Delivery
+from adk_stream_protocol.turns.stored_pauses import StoredPause
 from adk_stream_protocol.turns.turn_services import TurnServices
 
 logger = logging.getLogger(__name__)
@@ -279,7 +279,7 @@ class LiveConnection:
         try:
             await self._finish_open_response()
             await held.stop.close()
-            await self._stored.leave(self._run, hand_over=not self._deleted)
+            await self._stored.leave(self._run, keep_paused=not self._deleted)
         finally:  # even when the server cancels the handler
             self._run.reports.close()  # the run has ended: nothing more to drive
             self._slot.release()

@@ -139,19 +139,19 @@ class StoredPause:
         finally:
             self._settled.set()
 
-    async def leave(self, run: LiveRun, *, hand_over: bool = True) -> None:
+    async def leave(self, run: LiveRun, *, keep_paused: bool = True) -> None:
         """The socket leaves: its approvals still waiting stay paused in the session, where
-        they were stored when asked (not when ``hand_over`` is off: a deleted chat's are
+        they were stored when asked (not when ``keep_paused`` is off: a deleted chat's are
         cancelled), its browser calls end ("the user left") as the record then says (ADR
         0042)."""
         await self._settled.wait()  # an answer's run holds the lease it was lent
         services = self._services
         pending = services.coordination.pending
         left = await pending.waiting(self._chat)
-        asked = [call for call in left if call.approval_id is not None and hand_over]
+        asked = [call for call in left if call.approval_id is not None and keep_paused]
         if asked:  # as under run_async, the model is not called after the pause
             run.queue.close()
-        with services.tools.gate.handing_off(self._chat) if asked else nullcontext():
+        with services.tools.gate.pausing_on_leave(self._chat) if asked else nullcontext():
             await pending.unwatch(self._chat, dict(DISCONNECTED_RESULT))
             await run.close()
         unanswered = [c for c in left if c not in asked]
