@@ -228,7 +228,21 @@ def _credential_request(response: ChatResponse) -> dict[str, Any]:
     return _waiting_part(response, "tool-adk_request_credential")
 
 
-@RUN_ASYNC  # ADK 2.13's live flow does not pause for a credential
+@pytest.mark.parametrize(
+    "transport",
+    [
+        "stream",
+        "ai7",
+        pytest.param(
+            "live",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="ADK 2.13's live flow does not pause for a credential: the tool's "
+                "'waiting' result reaches the model (issue 37)",
+            ),
+        ),
+    ],
+)
 @pytest.mark.parametrize("chat", ["forecaster"], indirect=True)
 def test_a_tool_that_asks_for_an_api_key_runs_with_the_key_the_page_answers_with(
     chat: TableChat, ledger: Ledger
