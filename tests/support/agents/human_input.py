@@ -109,3 +109,12 @@ def forecast_agent(ledger: Ledger) -> LlmAgent:
         }
     )
     return LlmAgent(name="forecaster", model=model, tools=[get_forecast])
+
+
+# The agents as a server of its own serves them (``ADK_STREAM_AGENT=
+# tests.support.agents.human_input:served_time_off``, ``…:served_designer``,
+# ``…:served_forecaster``): what they did is read from the chat's stored session there, not
+# from these ledgers.
+served_time_off = time_off_app(Ledger())
+served_designer = clarifying_agent()
+served_forecaster = forecast_agent(Ledger())
