@@ -2,8 +2,8 @@
 
 The two runners (``run_async`` for ``/stream`` and ai 7's socket; ``run_live`` with the
 approval gate for ``/live``), each with our plugins registered as one (docs/adr/0053); the
-stores they run on (the chats' sessions behind the result outbox, the artifacts); every
-run's configuration; who answered a response; a chat's rewind.
+stores they run on (the chats' sessions behind the result outbox, the artifacts, the
+memory); every run's configuration; who answered a response; a chat's rewind.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from adk_stream_protocol.plugins.steering import SteeringPlugin
 from adk_stream_protocol.protocol.shared_state import SharedState
 from adk_stream_protocol.protocol.step_authors import StepAuthors
 from adk_stream_protocol.store.artifact_files import ChatArtifacts, create_artifact_service
+from adk_stream_protocol.store.memories import create_memory_service
 from adk_stream_protocol.store.result_outbox import ResultOutbox
 from adk_stream_protocol.store.rewinds import rewind_before_event
 from adk_stream_protocol.store.sessions import ChatSessions
@@ -67,6 +68,8 @@ class Runners:
         # the outbox is the session service both runners use.
         self.outbox = outbox
         self.artifacts = create_artifact_service(settings.artifact_store)
+        # What `load_memory` and `preload_memory` search, on both runners (docs/adr/0063).
+        self.memory = create_memory_service(settings.memory_store, agents_dir=settings.agents_dir)
         # Every run's telemetry switches, read from the environment once: a run given none
         # builds them anew several times per streamed partial (docs/adr/0049), and given as
         # fields they are read without a fallback (docs/adr/0055). A run nothing observes
@@ -93,7 +96,12 @@ class Runners:
                 )
             }
         )
-        self.runner = Runner(app=steered, session_service=outbox, artifact_service=self.artifacts)
+        self.runner = Runner(
+            app=steered,
+            session_service=outbox,
+            artifact_service=self.artifacts,
+            memory_service=self.memory,
+        )
         # /live gates tools itself (ADK live cannot confirm): the same app plus our gate.
         live_app = (
             live_agent
@@ -116,6 +124,7 @@ class Runners:
                 ),
                 session_service=outbox,
                 artifact_service=self.artifacts,
+                memory_service=self.memory,
             )
         # Who answered is told only where more than one agent can (docs/adr/0044).
         self._named_authors = bool(getattr(app.root_agent, "sub_agents", None))
