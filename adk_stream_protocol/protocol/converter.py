@@ -65,6 +65,16 @@ from adk_stream_protocol.protocol.usage import ResponseUsage
 logger = logging.getLogger(__name__)
 
 
+def speaks_to_user(event: Event, content: types.Content) -> bool:
+    """Whether an event's content is the agent's to the user, not results sent to the model:
+    the model's, and a workflow node's message, which ADK stores as the user's content under
+    the node's (or its workflow's) name."""
+    if content.role == "model":
+        return True
+    parts = content.parts or ()
+    return event.author != "user" and not any(p.function_response for p in parts)
+
+
 class StreamProtocolConverter:
     """Turns the ADK events of one response into UI message stream chunks.
 
@@ -139,7 +149,7 @@ class StreamProtocolConverter:
         if content is not None and (parts := content.parts):
             if partial:
                 self._convert_partial(parts, out)
-            elif content.role == "model":
+            elif speaks_to_user(event, content):
                 self._convert_model_content(event, parts, out)
             else:
                 self._convert_tool_results(event, parts, out)
@@ -166,10 +176,11 @@ class StreamProtocolConverter:
                 call.id for event in events for call in event.get_function_calls() if call.id
             }
             for event in events:
-                parts = event.content.parts if event.content and event.content.parts else []
-                if event.partial or not parts:
+                content = event.content
+                parts = content.parts if content is not None and content.parts else []
+                if event.partial or content is None or not parts:
                     continue
-                if event.content and event.content.role == "model":
+                if speaks_to_user(event, content):
                     text_only = [p for p in parts if not p.function_call]
                     self._convert_model_content(event, text_only, out)
                 else:

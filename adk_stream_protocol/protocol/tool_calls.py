@@ -13,13 +13,15 @@ ended. A turn that waits for nobody and did not end was cut short, and ``interru
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 from google.adk.events import Event
 from pydantic import JsonValue
+
+from adk_stream_protocol.protocol.interrupts import PageCall, page_call_kind, waits_for_page
 
 # ADK's internal tool for human confirmation. It becomes `tool-approval-request` on the wire,
 # never a tool part of its own.
@@ -74,7 +76,9 @@ class TurnCalls:
     call_args: dict[str, dict[str, Any]] = field(default_factory=dict)
     authors: dict[str, str] = field(default_factory=dict)  # call id -> the agent that made it
     confirmations: dict[str, Confirmation] = field(default_factory=dict)
-    browser_calls: set[str] = field(default_factory=set)  # ADK long-running calls
+    # Calls the page answers with addToolOutput (interrupts.py): a long-running tool the
+    # browser runs, an input request, a credential request; call id -> its kind.
+    page_calls: dict[str, PageCall] = field(default_factory=dict)
     answered: set[str] = field(default_factory=set)  # calls (and confirmations) with a result
     denied: set[str] = field(default_factory=set)  # calls the user refused
     invocation_id: str | None = None
@@ -99,7 +103,7 @@ class TurnCalls:
             return
         if not event.content or not event.content.parts:
             return
-        self.ended = _ends_run(event, self.browser_calls)
+        self.ended = _ends_run(event, self.page_calls)
         # ADK's "needs approval" stand-in result is not the call's result.
         placeholders = event.actions.requested_tool_confirmations if event.actions else {}
         long_running = set(event.long_running_tool_ids or ())
@@ -115,8 +119,8 @@ class TurnCalls:
                     self.calls[call.id] = call.name or ""
                     self.authors[call.id] = event.author
                     self.call_args[call.id] = dict(call.args or {})
-                    if call.id in long_running:
-                        self.browser_calls.add(call.id)
+                    if waits_for_page(call, long_running):
+                        self.page_calls[call.id] = page_call_kind(call.name or "")
             response = part.function_response
             if response and response.id:
                 self.open_starts.discard(response.id)  # the placeholder, too, ends a start
@@ -137,8 +141,9 @@ class TurnCalls:
     def pending_confirmations(self) -> dict[str, Confirmation]:
         return {k: c for k, c in self.confirmations.items() if k not in self.answered}
 
-    def pending_browser_calls(self) -> set[str]:
-        return self.browser_calls - self.answered
+    def pending_page_calls(self) -> set[str]:
+        """Calls the page answers (interrupts.py) still without their answer."""
+        return set(self.page_calls) - self.answered
 
     def gated_calls(self) -> set[str]:
         """Calls waiting for the user's approval."""
@@ -149,7 +154,7 @@ class TurnCalls:
         return set(self.calls) - self.answered
 
     def waiting_for_client(self) -> bool:
-        return bool(self.pending_confirmations() or self.pending_browser_calls())
+        return bool(self.pending_confirmations() or self.pending_page_calls())
 
     def interrupted(self) -> bool:
         """The turn's run stopped before it ended, with nothing left for the client to answer:
@@ -163,7 +168,7 @@ class TurnCalls:
         return decided - self.answered - self.open_starts
 
 
-def _ends_run(event: Event, long_running: set[str]) -> bool:
+def _ends_run(event: Event, long_running: Collection[str]) -> bool:
     """Whether a run may end with this event: the model's answer, or results after which ADK
     calls no model (a summary skipped, an escalation, long-running calls that pause it)."""
     if event.author == "user":

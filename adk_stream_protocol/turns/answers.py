@@ -20,6 +20,8 @@ from pydantic import JsonValue
 from adk_stream_protocol.foundation.errors import RequestError
 from adk_stream_protocol.protocol.confirmations import edited_payloads
 from adk_stream_protocol.protocol.inputs import browser_result, steering_input
+from adk_stream_protocol.protocol.interrupts import answer_problem
+from adk_stream_protocol.protocol.parts.tools import AnyToolUIPart
 from adk_stream_protocol.protocol.tool_calls import TurnCalls
 from adk_stream_protocol.protocol.ui_messages import UIMessage
 
@@ -78,7 +80,7 @@ def collect_answers(message: UIMessage, view: OpenInterrupts) -> Answers:
                 answers.decisions.append(Decision(approval.id, call_id, approval.approved, payload))
                 if approval.approved and call_id in view.waiting_calls():
                     if has_output:
-                        answers.outputs[call_id] = browser_result(part)
+                        answers.outputs[call_id] = _answer(part, view)
                     else:
                         answers.rearmed.append(call_id)  # the browser runs it now
                 continue
@@ -91,8 +93,14 @@ def collect_answers(message: UIMessage, view: OpenInterrupts) -> Answers:
             raise RequestError(
                 409, f"tool call {call_id!r} needs the user's approval before its output"
             )
-        answers.outputs[call_id] = browser_result(part)
+        answers.outputs[call_id] = _answer(part, view)
     return answers
+
+
+def _answer(part: AnyToolUIPart, view: OpenInterrupts) -> dict[str, Any]:
+    result = browser_result(part)
+    view.check_answer(part.tool_call_id, result)
+    return result
 
 
 def take_steering(answers: Answers, message: UIMessage, used: Collection[str]) -> None:
@@ -183,8 +191,19 @@ class OpenInterrupts:
         return set(self._pending)
 
     def waiting_calls(self) -> set[str]:
-        """Browser calls without their result (including those still gated)."""
-        return self._calls.pending_browser_calls() - self._delivered - self._denied
+        """Calls the page answers (browser tools, input and credential requests) without
+        their answer (including those still gated)."""
+        return self._calls.pending_page_calls() - self._delivered - self._denied
+
+    def check_answer(self, call_id: str, result: dict[str, Any]) -> None:
+        """Refuse an answer that does not fit what its call asked (an input request's
+        ``response_schema``, a credential request's ``authConfig``): nothing is resumed."""
+        kind = self._calls.page_calls[call_id]
+        problem = answer_problem(kind, self._calls.call_args.get(call_id, {}), result)
+        if problem is not None:
+            raise RequestError(
+                422, f"the answer to {kind.value} request {call_id!r} does not fit it: {problem}"
+            )
 
     def gated_calls(self) -> set[str]:
         return {c.call_id for c in self._pending.values()}

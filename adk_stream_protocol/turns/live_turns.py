@@ -320,7 +320,7 @@ class LiveTurn:
             return "its result was given already"
         if call_id in self.calls.answered:
             return "the call has its result"
-        if call_id not in self.calls.browser_calls:
+        if call_id not in self.calls.page_calls:
             return "no browser call of this turn has that id"
         await self.deliver(call_id, result if isinstance(result, dict) else {"result": result})
         return None

@@ -133,7 +133,7 @@ def plan_turn(
     # Calls still waiting for the client get a result, so the model's history stays valid;
     # ADK gives the model the latest result of a call, which replaces an approval placeholder.
     calls = turn_calls(current_turn(history))
-    abandoned = sorted(calls.pending_browser_calls() | calls.gated_calls())
+    abandoned = sorted(calls.pending_page_calls() | calls.gated_calls())
     cancellations = [_response_part(calls.calls[c], c, dict(ABANDONED_RESULT)) for c in abandoned]
     return TurnPlan(
         message_id=new_id(),

@@ -79,7 +79,7 @@ def recovery_of(calls: TurnCalls) -> Recovery | None:
         return None
     decided = calls.decided_unrun()
     results: list[RecordedResult] = []
-    for call_id in sorted(calls.unsettled() - decided - calls.browser_calls):
+    for call_id in sorted(calls.unsettled() - decided - set(calls.page_calls)):
         unknown = call_id in calls.open_starts
         results.append(
             RecordedResult(

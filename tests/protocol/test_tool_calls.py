@@ -12,6 +12,7 @@ from google.adk.events import Event, EventActions
 from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.genai import types
 
+from adk_stream_protocol.protocol.interrupts import PageCall
 from adk_stream_protocol.protocol.tool_calls import (
     CALL_STARTED_KEY,
     CONFIRMATION_TOOL,
@@ -198,9 +199,9 @@ def test_calls_their_arguments_browser_calls_and_invocation_are_recorded() -> No
     )
     assert calls.calls == {"call-w": "get_weather", "call-loc": "get_location"}
     assert calls.call_args == {"call-w": {"city": "Tokyo"}, "call-loc": {"precise": True}}
-    assert calls.browser_calls == {"call-loc"}
+    assert calls.page_calls == {"call-loc": PageCall.BROWSER}
     assert calls.invocation_id == "inv-2"  # of the latest call
-    assert calls.pending_browser_calls() == {"call-loc"}
+    assert calls.pending_page_calls() == {"call-loc"}
     assert calls.unsettled() == {"call-w", "call-loc"}
     assert calls.answered == set()
 
@@ -216,7 +217,7 @@ def test_results_settle_calls() -> None:
     )
     assert calls.answered == {"call-w", "call-loc"}
     assert calls.unsettled() == set()
-    assert calls.pending_browser_calls() == set()
+    assert calls.pending_page_calls() == set()
 
 
 def test_confirmation_request_gates_its_call_and_placeholder_is_no_result() -> None:
@@ -244,7 +245,7 @@ def test_gated_browser_call_is_both_gated_and_waiting() -> None:
         gated_call("inv-1", "call-loc", "get_location", "conf-loc", {"precise": True}, browser=True)
     )
     assert calls.gated_calls() == {"call-loc"}
-    assert calls.pending_browser_calls() == {"call-loc"}
+    assert calls.pending_page_calls() == {"call-loc"}
 
 
 def test_user_denial_marks_the_gated_call_denied() -> None:
@@ -369,4 +370,4 @@ def test_observe_folds_like_turn_calls() -> None:
         observed.observe(event)
     assert observed == turn_calls(events)
     assert observed.denied == {"call-pay"}
-    assert observed.pending_browser_calls() == {"call-loc"}
+    assert observed.pending_page_calls() == {"call-loc"}

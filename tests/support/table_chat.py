@@ -84,6 +84,46 @@ class TableChat:
         self._apply_outputs(self.messages[-1])
         return self._request()
 
+    def refused_tool_output(self, call_id: str, output: Any) -> str:
+        """``addToolOutput`` whose automatic send the server refuses: the refusal's text (the
+        HTTP error's detail, or the socket's error frame). The page's part keeps the output,
+        as the stock client's does; ``withdraw_output`` takes it back."""
+        self._outputs[call_id] = output
+        self._apply_outputs(self.messages[-1])
+        body = {
+            "id": self.chat_id,
+            "messages": self.messages,
+            "trigger": "submit-message",
+            "messageId": self.messages[-1]["id"],
+        }
+        if self.transport == "stream":
+            response = self.http.post("/stream", json=body)
+            assert 400 <= response.status_code < 500, response.text
+            return str(response.json()["detail"])
+        if self.transport == "live":
+            # A message our socket refuses is answered by an error and [DONE], no response.
+            self._frame({"type": "message", "version": "1", **body})
+            socket = self._connect()
+            error, done = socket.recv(self.timeout), socket.recv(self.timeout)
+            assert sse_payloads(done) == ["[DONE]"], done
+            (payload,) = sse_payloads(error)
+            chunk = json.loads(payload)
+            assert chunk["type"] == "error", chunk
+            return str(chunk["errorText"])
+        request_id = uuid.uuid4().hex[:16]
+        self._frame({"type": "send", "requestId": request_id, "headers": {}, "body": {}} | body)
+        frame = json.loads(self._connect().recv(self.timeout))
+        assert frame["type"] == "error" and frame["requestId"] == request_id, frame
+        return str(frame["errorText"])
+
+    def withdraw_output(self, call_id: str) -> None:
+        """The page puts a call's part back to waiting (its answer was refused)."""
+        self._outputs.pop(call_id, None)
+        for part in self.messages[-1]["parts"]:
+            if part.get("toolCallId") == call_id:
+                part["state"] = "input-available"
+                part.pop("output", None)
+
     def regenerate(self) -> ChatResponse:
         """``regenerate()``: the last answer dropped, the last user message answered again."""
         if self.messages[-1]["role"] == "assistant":
