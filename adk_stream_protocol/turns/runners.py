@@ -2,8 +2,9 @@
 
 The two runners (``run_async`` for ``/stream`` and ai 7's socket; ``run_live`` with the
 approval gate for ``/live``), each with our plugins registered as one (docs/adr/0053); the
-stores they run on (the chats' sessions behind the result outbox, the artifacts); every
-run's configuration; who answered a response; a chat's rewind.
+stores they run on (the chats' sessions behind the result outbox, the artifacts, the
+memory); every run's configuration; who answered a response; a chat's rewind; whether ADK's
+live mode can run the agent at all.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from google.adk.agents import BaseAgent
+from google.adk.agents import BaseAgent, LoopAgent, ParallelAgent
 from google.adk.agents.run_config import RunConfig, StreamingMode
 from google.adk.apps import App
 from google.adk.plugins import plugin_manager
@@ -30,6 +31,7 @@ from adk_stream_protocol.plugins.steering import SteeringPlugin
 from adk_stream_protocol.protocol.shared_state import SharedState
 from adk_stream_protocol.protocol.step_authors import StepAuthors
 from adk_stream_protocol.store.artifact_files import ChatArtifacts, create_artifact_service
+from adk_stream_protocol.store.memories import create_memory_service
 from adk_stream_protocol.store.result_outbox import ResultOutbox
 from adk_stream_protocol.store.rewinds import rewind_before_event
 from adk_stream_protocol.store.sessions import ChatSessions
@@ -42,6 +44,10 @@ LIVE_PLUGINS = "adk_stream_protocol_live"
 
 # What the server runs: an ADK agent, or an App around one.
 AgentLike = BaseAgent | App
+
+# The agents ADK's live mode cannot run: in ADK 2.13 their `run_live` raises
+# NotImplementedError, wherever they are in the tree (docs/adr/0063).
+_NOT_LIVE = (ParallelAgent, LoopAgent)
 
 # The client says when the user starts and stops speaking (audio_control frames).
 _CLIENT_SIDE_VAD = types.RealtimeInputConfig(
@@ -67,6 +73,8 @@ class Runners:
         # the outbox is the session service both runners use.
         self.outbox = outbox
         self.artifacts = create_artifact_service(settings.artifact_store)
+        # What `load_memory` and `preload_memory` search, on both runners (docs/adr/0063).
+        self.memory = create_memory_service(settings.memory_store, agents_dir=settings.agents_dir)
         # Every run's telemetry switches, read from the environment once: a run given none
         # builds them anew several times per streamed partial (docs/adr/0049), and given as
         # fields they are read without a fallback (docs/adr/0055). A run nothing observes
@@ -93,7 +101,12 @@ class Runners:
                 )
             }
         )
-        self.runner = Runner(app=steered, session_service=outbox, artifact_service=self.artifacts)
+        self.runner = Runner(
+            app=steered,
+            session_service=outbox,
+            artifact_service=self.artifacts,
+            memory_service=self.memory,
+        )
         # /live gates tools itself (ADK live cannot confirm): the same app plus our gate.
         live_app = (
             live_agent
@@ -116,7 +129,10 @@ class Runners:
                 ),
                 session_service=outbox,
                 artifact_service=self.artifacts,
+                memory_service=self.memory,
             )
+        # Why `/live?chatId=` refuses this agent, read once from its tree (docs/adr/0063).
+        self.live_refusal = live_refusal(live_app.root_agent)
         # Who answered is told only where more than one agent can (docs/adr/0044).
         self._named_authors = bool(getattr(app.root_agent, "sub_agents", None))
         self._named_live_authors = bool(getattr(live_app.root_agent, "sub_agents", None))
@@ -185,6 +201,32 @@ class Runners:
     async def close(self) -> None:
         await self.runner.close()
         await self.live_runner.close()
+
+
+def live_refusal(root: object) -> str | None:
+    """Why ADK's live mode cannot run the agent tree under ``root``, for the user; None when
+    it can. The first ``ParallelAgent`` or ``LoopAgent`` found names the kind."""
+    found = _first_not_live(root, set())
+    if found is None:
+        return None
+    kind = next(kind.__name__ for kind in _NOT_LIVE if isinstance(found, kind))
+    return (
+        f"Live mode (ADK's run_live) cannot run this agent: {found.name!r} is a {kind}. "
+        "Use POST /stream, or ai 7's WebSocketChatTransport on /live (without ?chatId=), "
+        "for it."
+    )
+
+
+def _first_not_live(agent: object, seen: set[int]) -> BaseAgent | None:
+    if isinstance(agent, _NOT_LIVE):
+        return agent
+    if id(agent) in seen:
+        return None
+    seen.add(id(agent))
+    for sub_agent in getattr(agent, "sub_agents", None) or ():
+        if (found := _first_not_live(sub_agent, seen)) is not None:
+            return found
+    return None
 
 
 # ADK's line for a plugin a runner registers (google.adk.plugins.plugin_manager).
