@@ -156,6 +156,24 @@ def test_a_waiting_input_request_is_in_the_chat_record_and_is_answered_after_a_r
     assert ledger.lines == ["decide 2"]
 
 
+def test_a_workflow_on_the_live_connection_is_refused_at_its_first_message(
+    time_off: AgentClient, ledger: Ledger
+) -> None:
+    """ADK 2.13's run_live gives a workflow's start node no user message: refused with a
+    reason, nothing stored, and the same chat then answers on POST /stream."""
+    live = TableChat(time_off.http, "live")
+    live.connect()
+    refusal = live.refused_send("I need some time off")
+    live.close()
+    assert "Live mode (ADK's run_live) cannot run this agent" in refusal
+    assert "'time_off' is a Workflow" in refusal
+    assert "POST /stream" in refusal
+    assert time_off.http.get(f"/chats/{live.chat_id}").status_code == 404
+
+    stream = TableChat(time_off.http, "stream", chat_id=live.chat_id)
+    assert stream.send("I need some time off").text == "Let us plan your time off."
+
+
 def test_the_same_answer_sent_twice_resumes_the_workflow_once(
     time_off: AgentClient, ledger: Ledger
 ) -> None:

@@ -20,6 +20,7 @@ from google.adk.apps import App
 from google.adk.plugins import plugin_manager
 from google.adk.runners import Runner
 from google.adk.sessions import Session
+from google.adk.workflow import Workflow
 from google.genai import types
 
 from adk_stream_protocol.coordination.base import ChatKey
@@ -45,9 +46,10 @@ LIVE_PLUGINS = "adk_stream_protocol_live"
 # What the server runs: an ADK agent, or an App around one.
 AgentLike = BaseAgent | App
 
-# The agents ADK's live mode cannot run: in ADK 2.13 their `run_live` raises
-# NotImplementedError, wherever they are in the tree (docs/adr/0063).
-_NOT_LIVE = (ParallelAgent, LoopAgent)
+# The agents ADK's live mode cannot run, wherever they are in the tree (docs/adr/0063): in
+# ADK 2.13 the first two raise NotImplementedError from `run_live`, and a graph workflow's
+# start node is given no user message there, so its first node fails or waits forever.
+_NOT_LIVE = (ParallelAgent, LoopAgent, Workflow)
 
 # The client says when the user starts and stops speaking (audio_control frames).
 _CLIENT_SIDE_VAD = types.RealtimeInputConfig(
@@ -205,7 +207,7 @@ class Runners:
 
 def live_refusal(root: object) -> str | None:
     """Why ADK's live mode cannot run the agent tree under ``root``, for the user; None when
-    it can. The first ``ParallelAgent`` or ``LoopAgent`` found names the kind."""
+    it can. The first ``ParallelAgent``, ``LoopAgent`` or ``Workflow`` found names the kind."""
     found = _first_not_live(root, set())
     if found is None:
         return None
@@ -217,7 +219,7 @@ def live_refusal(root: object) -> str | None:
     )
 
 
-def _first_not_live(agent: object, seen: set[int]) -> BaseAgent | None:
+def _first_not_live(agent: object, seen: set[int]) -> BaseAgent | Workflow | None:
     if isinstance(agent, _NOT_LIVE):
         return agent
     if id(agent) in seen:
