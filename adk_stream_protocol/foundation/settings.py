@@ -57,7 +57,8 @@ class Settings(BaseSettings):
     resumable_streams: bool = False
     # How long an ended response's chunk log stays in Redis for followers still reading it.
     chunk_log_ttl_seconds: float = Field(default=60.0, gt=0)
-    # `module:attribute` naming an ADK agent or App to serve instead of the demo agent.
+    # `module:attribute` naming an ADK agent, graph workflow or App to serve instead of the
+    # demo agent.
     agent: str | None = None
     # A folder of agents in ADK's layout (one per subfolder, as `adk web` reads it), each
     # served under `/apps/<name>/`; or one agent's folder, served at `/`. The command

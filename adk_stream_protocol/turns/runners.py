@@ -20,7 +20,7 @@ from google.adk.apps import App
 from google.adk.plugins import plugin_manager
 from google.adk.runners import Runner
 from google.adk.sessions import Session
-from google.adk.workflow import Workflow
+from google.adk.workflow import BaseNode, Workflow
 from google.genai import types
 
 from adk_stream_protocol.coordination.base import ChatKey
@@ -43,8 +43,9 @@ from adk_stream_protocol.turns.response import ChatParts
 PLUGINS = "adk_stream_protocol"
 LIVE_PLUGINS = "adk_stream_protocol_live"
 
-# What the server runs: an ADK agent, or an App around one.
-AgentLike = BaseAgent | App
+# What the server runs: an ADK agent or graph workflow (ADK 2's nodes, agents among them), or
+# an App around one.
+AgentLike = BaseNode | App
 
 # The agents ADK's live mode cannot run, wherever they are in the tree (docs/adr/0063): in
 # ADK 2.13 the first two raise NotImplementedError from `run_live`, and a graph workflow's
