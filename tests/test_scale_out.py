@@ -17,6 +17,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -289,6 +290,123 @@ def _acted(events: list[Event], tool_name: str, status: str) -> int:
         for fr in event.get_function_responses()
         if fr.name == tool_name and (fr.response or {}).get("status") == status
     )
+
+
+# -- ADK 2's questions for the user (issue 37) ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def asking_pair(
+    env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Callable[[str], tuple[LiveServer, LiveServer]]]:
+    """Instances A and B serving one of the agents that ask the user a question
+    (tests/support/agents/human_input.py, by its attribute), started when a test first needs
+    them."""
+    pairs: dict[str, tuple[LiveServer, LiveServer]] = {}
+    with ExitStack() as stack:
+
+        def pair_of(agent: str) -> tuple[LiveServer, LiveServer]:
+            if agent not in pairs:
+                served = {
+                    **env,
+                    "ADK_STREAM_AGENT": f"tests.support.agents.human_input:{agent}",
+                    "ADK_STREAM_REDIS_KEY_PREFIX": f"{env['ADK_STREAM_REDIS_KEY_PREFIX']}.{agent}",
+                }
+                pairs[agent] = (
+                    stack.enter_context(run_server(tmp_path_factory.mktemp(f"{agent}-a"), served)),
+                    stack.enter_context(run_server(tmp_path_factory.mktemp(f"{agent}-b"), served)),
+                )
+            return pairs[agent]
+
+        yield pair_of
+
+
+# (agent, its app's name, the user's message, an answer outside the schema, the answer, the
+# agent's reply to it)
+QUESTIONS = {
+    "workflow": (
+        "served_time_off",
+        "time_off",
+        "I need some time off",
+        {"days": 0},
+        {"days": 3},
+        "Approved: 3 days off.",
+    ),
+    "llm-tool": (
+        "served_designer",
+        APP_NAME,
+        "draw me a logo",
+        "purple",
+        "green",
+        "A logo in the colour you chose, coming up.",
+    ),
+}
+
+
+@pytest.mark.parametrize(("client", "transport"), [("6.0.25", "http"), ("7", "ws-stock")])
+@pytest.mark.parametrize("question", list(QUESTIONS))
+def test_a_question_asked_on_one_instance_is_answered_on_the_other_and_resumes_once(
+    asking_pair: Callable[[str], tuple[LiveServer, LiveServer]],
+    postgres_url: str,
+    question: str,
+    client: str,
+    transport: str,
+) -> None:
+    """ADK 2's ``RequestInput`` (a workflow) and the ``request_input`` tool: asked on A; the
+    real client loads the chat from B (``GET /chats/{chatId}`` shows the question waiting),
+    answers outside the schema (refused, the reason shown), then right, on ``POST /stream``
+    (ai 6.0.25, strict) or ai 7's socket. The run resumes once, and the same answer sent to A
+    afterwards is refused."""
+    agent, app_name, text, wrong, right, reply = QUESTIONS[question]
+    a, b = asking_pair(agent)
+    chat = new_chat(f"question-{transport}")
+    asked = post_stream(a, chat_body(chat, user_message(text, "u1")))
+    (request,) = asked.of_type("tool-input-available")
+    assert request["toolName"] == "adk_request_input"
+
+    answer = {"action": "toolOutput", "toolName": "adk_request_input"}
+    job = {
+        "api": b.base_url.replace("http://", "ws://") + "/live"
+        if transport == "ws-stock"
+        else f"{b.base_url}/stream",
+        "transport": transport,
+        "client": client,
+        "chatId": chat,
+        "sendAutomaticallyWhen": "tool-calls",
+        "steps": [{"action": "reload"}, answer | {"output": wrong}, answer | {"output": right}],
+    }
+    report = checked(job, run_real_client(job), refusals=1)
+    assert report["reloads"] == [{"afterRequest": -1, "status": 200}]
+    (refusal,) = report["errors"]
+    assert f"input request '{request['toolCallId']}'" in refusal
+    (message,) = assistant_messages(report)
+    assert report["status"] == "ready" and text_of(message).endswith(reply)
+    (part,) = tool_parts(message)
+    assert part["toolCallId"] == request["toolCallId"] and part["state"] == "output-available"
+
+    def resumed() -> tuple[list[dict[str, Any]], int]:
+        events = stored_events(postgres_url, chat, app_name)
+        answers = [
+            dict(r.response or {})
+            for e in events
+            for r in e.get_function_responses()
+            if r.id == request["toolCallId"]
+        ]
+        replies = sum(
+            "".join(p.text or "" for p in (e.content.parts or [])) == reply
+            for e in events
+            if e.content
+        )
+        return answers, replies
+
+    stored = right if isinstance(right, dict) else {"result": right}
+    assert resumed() == ([stored], 1)
+    again = a.http.post(
+        "/stream",
+        json=chat_body(chat, *report["messages"], messageId=message["id"]),
+    )
+    assert again.status_code == 409, again.text
+    assert resumed() == ([stored], 1)
 
 
 def _live_socket(server: LiveServer, chat: str) -> Any:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from adk_stream_protocol.foundation.identity import LOCAL_USER
-from adk_stream_protocol.protocol.tool_calls import turn_calls
+from adk_stream_protocol.protocol.tool_calls import DISCONNECTED_RESULT, turn_calls
 from adk_stream_protocol.store.history import current_turn, live_events
 from adk_stream_protocol.testing import AgentClient, ChatResponse, serve_agent, settings_for_tests
 from tests.support.agents.human_input import (
@@ -245,6 +245,26 @@ def test_an_llm_agents_request_input_refuses_an_answer_outside_its_schema(
     assert "'enum'" in refusal and "purple" not in refusal
     chat.withdraw_output(part["toolCallId"])
     answered = chat.tool_output(part["toolCallId"], "blue")
+    assert answered.text == "A logo in the colour you chose, coming up."
+
+
+@EVERY_TRANSPORT
+@pytest.mark.parametrize("chat", ["designer"], indirect=True)
+def test_an_llm_agents_request_input_waits_across_a_reload_where_its_run_does(
+    chat: TableChat,
+) -> None:
+    part = _input_request(chat.send("draw me a logo"))
+    chat.reload()
+    (waiting,) = [p for p in chat.messages[-1]["parts"] if p["type"] == "tool-adk_request_input"]
+    if chat.transport == "live":
+        # The question lived in the socket's run, as a browser call does: the socket that
+        # left ended it ("the user left"), and the chat read back says so.
+        assert waiting["state"] == "output-error", waiting
+        assert waiting["errorText"] == DISCONNECTED_RESULT["error"]
+        return
+    assert waiting["state"] == "input-available", waiting
+    assert waiting["input"] == part["input"]
+    answered = chat.tool_output(part["toolCallId"], "red")
     assert answered.text == "A logo in the colour you chose, coming up."
 
 

@@ -215,7 +215,7 @@ function ChatItem({ chat, current, answering, onOpen, onRename, onDelete }: Item
           )}
           {chat.waiting && (
             <span className="marker waiting" data-testid="chat-waiting-marker">
-              {chat.waiting === 'approval' ? 'needs approval' : 'waits for the browser'}
+              {chat.waiting === 'approval' ? 'needs approval' : 'waits for an answer'}
             </span>
           )}
         </button>

@@ -2,12 +2,14 @@ import { useChat } from '@ai-sdk/react';
 import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { MicCapture } from './audio';
 import type { PlaygroundChat } from './chat';
-import { MessageView } from './MessageView';
+import type { ToolAnswer } from './InterruptForms';
+import { MessageView, type Answering } from './MessageView';
+import { reasonOf, withAnswersTakenBack } from './refusals';
 import { useStore } from './store';
 import type { ApprovalAnswer } from './types';
 
 export function ChatView({ session }: { session: PlaygroundChat }) {
-  const { messages, setMessages, status, error, sendMessage, regenerate } = useChat({
+  const { messages, setMessages, status, error, sendMessage, regenerate, clearError } = useChat({
     chat: session.chat,
     // A chat opened (a reload, a chat from the list) picks up an answer still being written
     // (nothing when there is none): a GET on /stream, a `resume` frame on ai 7's socket. With
@@ -21,6 +23,23 @@ export function ChatView({ session }: { session: PlaygroundChat }) {
   const errorBox = useRef<HTMLDivElement>(null);
   const busy = status === 'submitted' || status === 'streaming';
   const [notice, setNotice] = useState<string | undefined>();
+  // Questions and sign-ins the user answered whose answers the server has not taken yet, and
+  // the server's reason for each answer it refused.
+  const answered = useRef(new Set<string>());
+  const [refusals, setRefusals] = useState<Record<string, string>>({});
+
+  useEffect(() => {
+    if (status === 'ready') answered.current.clear(); // taken: the agent went on
+    if (status !== 'error' || !error || answered.current.size === 0) return;
+    // Refused (422, or an `error` on a socket): nothing resumed, so the form comes back with
+    // the reason beside it, and the user answers again.
+    const calls = new Set(answered.current);
+    answered.current.clear();
+    const reason = reasonOf(error);
+    setMessages(held => withAnswersTakenBack(held, calls));
+    setRefusals(held => ({ ...held, ...Object.fromEntries([...calls].map(id => [id, reason])) }));
+    clearError();
+  }, [status, error, setMessages, clearError]);
 
   useEffect(() => {
     session.onNotice = setNotice; // transient data parts: in no message, only here
@@ -72,6 +91,15 @@ export function ChatView({ session }: { session: PlaygroundChat }) {
     void session.approve({ id, approved });
   }
 
+  /** A question's or a sign-in's answer: `addToolOutput`; the stock helper sends it. */
+  function answer(toolAnswer: ToolAnswer) {
+    answered.current.add(toolAnswer.toolCallId);
+    setRefusals(({ [toolAnswer.toolCallId]: _earlier, ...others }) => others);
+    void session.chat.addToolOutput(toolAnswer);
+  }
+
+  const answering: Answering = { onRespond: respond, onAnswer: answer, refusals };
+
   function stopAnswer() {
     session.pcm.flush();
     void session.stop();
@@ -89,7 +117,7 @@ export function ChatView({ session }: { session: PlaygroundChat }) {
           </p>
         )}
         {messages.map(message => (
-          <MessageView key={message.id} message={message} onRespond={respond} />
+          <MessageView key={message.id} message={message} answering={answering} />
         ))}
         {notice && (
           <p className="notice" data-testid="notice" role="status">

@@ -1,12 +1,27 @@
 import { getToolName, isToolUIPart, type DynamicToolUIPart, type ToolUIPart } from 'ai';
 import { useState } from 'react';
 import { BROWSER_TOOLS } from './chat';
+import {
+  CREDENTIAL_TOOL,
+  CredentialRequestForm,
+  INPUT_TOOL,
+  InputRequestForm,
+  type ToolAnswer,
+} from './InterruptForms';
 import type { ApprovalAnswer, DataParts, PlaygroundMessage } from './types';
 
 type Part = PlaygroundMessage['parts'][number];
 type ToolPart = ToolUIPart | DynamicToolUIPart;
 type Respond = (answer: ApprovalAnswer) => void;
 type Asked = DataParts['approval'];
+
+/** What the page does with the calls the user answers: approvals, questions and sign-ins,
+ * and the server's reason for each answer it refused, by call. */
+export type Answering = {
+  onRespond: Respond;
+  onAnswer: (answer: ToolAnswer) => void;
+  refusals: Record<string, string>;
+};
 
 /** JSON on one line when it is short, else indented. */
 function json(value: unknown): string {
@@ -22,6 +37,8 @@ function stateLabel(part: ToolPart): string {
     case 'input-streaming':
       return 'receiving the call…';
     case 'input-available':
+      if (getToolName(part) === INPUT_TOOL) return 'waiting for your answer';
+      if (getToolName(part) === CREDENTIAL_TOOL) return 'waiting for you to sign in';
       if (!browser) return 'running on the server…';
       // The server hands an approved browser call back as input-available, approval kept.
       if ((part as { approval?: { approved?: boolean } }).approval?.approved === true) {
@@ -102,13 +119,15 @@ function ApprovalView({ id, asked, onRespond }: { id: string; asked?: Asked; onR
 export function ToolPartView({
   part,
   asked,
-  onRespond,
+  answering,
 }: {
   part: ToolPart;
   asked?: Asked;
-  onRespond: Respond;
+  answering: Answering;
 }) {
   const name = getToolName(part);
+  const waiting = part.state === 'input-available';
+  const refusal = answering.refusals[part.toolCallId];
   return (
     <div
       className={`tool state-${part.state}`}
@@ -132,7 +151,23 @@ export function ToolPartView({
         </pre>
       )}
       {part.state === 'approval-requested' && (
-        <ApprovalView id={part.approval.id} asked={asked} onRespond={onRespond} />
+        <ApprovalView id={part.approval.id} asked={asked} onRespond={answering.onRespond} />
+      )}
+      {waiting && name === INPUT_TOOL && (
+        <InputRequestForm
+          toolCallId={part.toolCallId}
+          input={part.input}
+          refusal={refusal}
+          onAnswer={answering.onAnswer}
+        />
+      )}
+      {waiting && name === CREDENTIAL_TOOL && (
+        <CredentialRequestForm
+          toolCallId={part.toolCallId}
+          input={part.input}
+          refusal={refusal}
+          onAnswer={answering.onAnswer}
+        />
       )}
       {part.state === 'output-available' && (
         <pre className="tool-output" data-testid="tool-output" data-label="output">
@@ -153,10 +188,10 @@ export function ToolPartView({
   );
 }
 
-function PartView({ part, asked, onRespond }: { part: Part; asked: Asked[]; onRespond: Respond }) {
+function PartView({ part, asked, answering }: { part: Part; asked: Asked[]; answering: Answering }) {
   if (isToolUIPart(part)) {
     const mine = asked.find(a => part.state === 'approval-requested' && a.approvalId === part.approval.id);
-    return <ToolPartView part={part} asked={mine} onRespond={onRespond} />;
+    return <ToolPartView part={part} asked={mine} answering={answering} />;
   }
   switch (part.type) {
     case 'reasoning':
@@ -230,10 +265,10 @@ function groupText(parts: Part[]): (Part | TextPart[])[] {
 
 export function MessageView({
   message,
-  onRespond,
+  answering,
 }: {
   message: PlaygroundMessage;
-  onRespond: Respond;
+  answering: Answering;
 }) {
   // The user's spoken words arrive in the answer: show them on the user's side.
   const transcripts = message.parts.filter(p => p.type === 'data-transcript');
@@ -271,7 +306,7 @@ export function MessageView({
                   ))}
                 </div>
               ) : (
-                <PartView key={i} part={group} asked={asked} onRespond={onRespond} />
+                <PartView key={i} part={group} asked={asked} answering={answering} />
               ),
             )}
             {usage?.totalTokens != null && (

@@ -194,12 +194,14 @@ def drive(
     *,
     live: bool = False,
     ws: str | None = None,
+    refusals: int = 0,
     **options: Any,
 ) -> dict[str, Any]:
     """Run one job through the real client: over POST /stream, or with ``live`` over WS /live
-    (see ``client_job`` for the transport). Every response must be well formed."""
+    (see ``client_job`` for the transport). Every response must be well formed, and exactly
+    ``refusals`` requests refused (``refused``)."""
     job = client_job(server, client, steps, live=live, ws=ws, **options)
-    return checked(job, run_real_client(job))
+    return checked(job, run_real_client(job), refusals=refusals)
 
 
 def job_transport(client: str, *, live: bool, ws: str | None = None) -> str:
@@ -246,16 +248,34 @@ def client_job(
     }
 
 
-def checked(job: dict[str, Any], report: dict[str, Any]) -> dict[str, Any]:
+def refused(transport: str, request: dict[str, Any]) -> bool:
+    """Whether the server refused one request of a report (an answer that does not fit what
+    it answers, say) and ran nothing: a 4xx on POST /stream, an ``error`` and no chunk on
+    ai 7's socket, an ``error`` chunk alone (or an error control frame) on ours."""
+    if transport == "http":
+        return bool(400 <= request["status"] < 500 and request["chunks"] == [])
+    if transport == "ws-stock":
+        return bool(request["ended"] == "error" and request["chunks"] == [])
+    return bool(request["refused"]) or chunk_types(request) == ["error"]
+
+
+def checked(job: dict[str, Any], report: dict[str, Any], *, refusals: int = 0) -> dict[str, Any]:
     """The report of ``job``, once every response in it is found well formed: framed as its
-    transport requires, and valid for the job's client (``MUST_VALIDATE``)."""
+    transport requires, and valid for the job's client (``MUST_VALIDATE``); of its requests,
+    exactly ``refusals`` refused (``refused``), as the job expects."""
     transport = job["transport"]
     assert not report["timeout"], report
     assert not report["loop"], "the client kept resubmitting"
     if transport == "ws-stock":
         assert report["ws"]["strayFrames"] == [], report["ws"]["strayFrames"]
-    for request in report["requests"]:
-        if transport == "ws":
+    # Only a job that expects refusals looks for them: elsewhere each request is checked whole.
+    requests = report["requests"]
+    refused_at = {i for i, r in enumerate(requests) if refusals and refused(transport, r)}
+    assert len(refused_at) == refusals, (refusals, requests)
+    for index, request in enumerate(requests):
+        if index in refused_at:
+            pass  # no response to check: the request was answered with its refusal
+        elif transport == "ws":
             assert not request["refused"], request
             assert request["frameProblems"] == [], request["frameProblems"]
             assert request["endsWithDone"] or request["stopped"], request

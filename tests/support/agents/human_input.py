@@ -1,8 +1,8 @@
 """Agents that pause for the user the way ADK 2 builds them (issue 37): a graph ``Workflow``
 whose function node pauses with ``RequestInput`` and a later node that answers from what the
-user gave; an ``LlmAgent`` with ADK's ``request_input`` tool; and a tool that asks for an API
-key (``request_credential``). Written for these tests in the shape of ADK's samples; the
-models are ``ScriptedLlm``.
+user gave; an ``LlmAgent`` with ADK's ``request_input`` tool; and tools that ask for an API
+key or an OAuth2 sign-in (``request_credential``). Written for these tests in the shape of
+ADK's samples; the models are ``ScriptedLlm``.
 
 Each factory builds fresh agents. A ``Ledger`` (``samples.py``) holds one line per run of the
 node that acts on the answer, so a test sees that it ran once, with what."""
@@ -12,10 +12,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from fastapi.openapi.models import APIKey, APIKeyIn
+from fastapi.openapi.models import (
+    APIKey,
+    APIKeyIn,
+    OAuth2,
+    OAuthFlowAuthorizationCode,
+    OAuthFlows,
+)
 from google.adk.agents import LlmAgent
 from google.adk.apps import App
-from google.adk.auth.auth_credential import AuthCredential, AuthCredentialTypes
+from google.adk.auth.auth_credential import AuthCredential, AuthCredentialTypes, OAuth2Auth
 from google.adk.auth.auth_tool import AuthConfig
 from google.adk.events import Event
 from google.adk.events.request_input import RequestInput
@@ -121,3 +127,62 @@ def forecast_agent(ledger: Ledger) -> LlmAgent:
         }
     )
     return LlmAgent(name="forecaster", model=model, tools=[get_forecast])
+
+
+# The calendar service's sign-in: OAuth2's authorization-code flow at a provider.
+CALENDAR_AUTHORIZE_URL = "https://accounts.example.com/authorize"
+CALENDAR_CLIENT_ID = "calendar-client"
+CALENDAR_CLIENT_SECRET = "calendar-client-secret"
+CALENDAR_SIGN_IN = AuthConfig(
+    auth_scheme=OAuth2(
+        flows=OAuthFlows(
+            authorizationCode=OAuthFlowAuthorizationCode(
+                authorizationUrl=CALENDAR_AUTHORIZE_URL,
+                tokenUrl="https://accounts.example.com/token",
+                scopes={"calendar.read": "Read your calendar"},
+            )
+        )
+    ),
+    raw_auth_credential=AuthCredential(
+        auth_type=AuthCredentialTypes.OAUTH2,
+        oauth2=OAuth2Auth(
+            client_id=CALENDAR_CLIENT_ID,
+            client_secret=CALENDAR_CLIENT_SECRET,
+            redirect_uri="http://localhost/oauth/callback",
+        ),
+    ),
+    credential_key="calendar",
+)
+
+
+def calendar_agent(ledger: Ledger) -> LlmAgent:
+    """A tool that needs the user to sign in with the calendar's provider (OAuth2): without
+    a token it asks (``request_credential``); ADK builds the provider's sign-in address
+    (``exchangedAuthCredential.oauth2.authUri``) and leaves the client secret out of what the
+    page is sent."""
+
+    def list_events(tool_context: ToolContext) -> dict[str, Any]:
+        """The user's calendar events, from a service the user signs in to."""
+        credential = tool_context.get_auth_response(CALENDAR_SIGN_IN)
+        if credential is None or credential.oauth2 is None:
+            tool_context.request_credential(CALENDAR_SIGN_IN)
+            return {"status": "waiting for the user to sign in"}
+        ledger.record("calendar read")
+        return {"events": []}
+
+    model = ScriptedLlm(
+        script={
+            "calendar": [call("list_events"), "Your calendar is empty."],
+            "": ["Ask me about your calendar."],
+        }
+    )
+    return LlmAgent(name="calendar", model=model, tools=[list_events])
+
+
+# The agents as a server of its own serves them (``ADK_STREAM_AGENT=
+# tests.support.agents.human_input:served_time_off``, ``…:served_designer``,
+# ``…:served_forecaster``): what they did is read from the chat's stored session there, not
+# from these ledgers.
+served_time_off = time_off_app(Ledger())
+served_designer = clarifying_agent()
+served_forecaster = forecast_agent(Ledger())
