@@ -1,0 +1,221 @@
+"""The behaviour table's tool sign-in rows (README, "Every ADK feature on every transport";
+issue 37): a tool that signs the user in at a real OAuth2 provider (Authlib's authorization
+server on a free loopback port, ``tests/support/oauth_provider.py``), through the real app and
+ADK Runner with a scripted model (``tests/support/agents/sign_in.py``).
+
+Two ways back from the provider: the page's own (ADK's: the provider sends the tab to the
+page, which answers the ``tool-adk_request_credential`` part with the ``authConfig`` and the
+URL it came back to), and the server's callback route (docs/adr/0065)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from adk_stream_protocol.protocol.credentials import REDACTED
+from adk_stream_protocol.testing import AgentClient, ChatResponse, serve_agent, settings_for_tests
+from tests.support.agents.human_input import FORECAST_KEY, forecast_agent
+from tests.support.agents.samples import Ledger
+from tests.support.agents.sign_in import SIGNED_IN_ANSWER, profile_agent
+from tests.support.oauth_provider import PEOPLE, Provider, SigningInBrowser, serve_provider
+from tests.support.table_chat import TableChat
+
+# Where the page itself takes the provider's redirect (the page's flow, as ADK expects).
+PAGE_REDIRECT = "http://localhost:3000/signed-in"
+RUN_ASYNC = pytest.mark.parametrize("transport", ["stream", "ai7"])
+
+
+@pytest.fixture
+def ledger() -> Ledger:
+    return Ledger()
+
+
+@pytest.fixture
+def provider(tmp_path: Path) -> Iterator[Provider]:
+    with serve_provider([PAGE_REDIRECT], tmp_path) as served:
+        yield served
+
+
+@pytest.fixture
+def browser() -> Iterator[SigningInBrowser]:
+    tab = SigningInBrowser()
+    yield tab
+    tab.close()
+
+
+@pytest.fixture
+def recordings(tmp_path: Path) -> Path:
+    return tmp_path / "recordings"
+
+
+@pytest.fixture
+def page_flow(provider: Provider, ledger: Ledger, recordings: Path) -> Iterator[AgentClient]:
+    agent = profile_agent(provider, ledger, PAGE_REDIRECT)
+    with serve_agent(agent, settings_for_tests(record_dir=recordings)) as client:
+        yield client
+
+
+@pytest.fixture
+def forecaster(ledger: Ledger, recordings: Path) -> Iterator[AgentClient]:
+    with serve_agent(forecast_agent(ledger), settings_for_tests(record_dir=recordings)) as client:
+        yield client
+
+
+@pytest.fixture
+def chat(request: pytest.FixtureRequest, transport: str) -> Iterator[TableChat]:
+    server: AgentClient = request.getfixturevalue(request.param)
+    table_chat = TableChat(server.http, transport)
+    yield table_chat
+    table_chat.close()
+
+
+def _sign_in_request(response: ChatResponse) -> dict[str, Any]:
+    """The response's one ``tool-adk_request_credential`` part, waiting for the page."""
+    assert response.message is not None
+    (part,) = [p for p in response.message["parts"] if p["type"] == "tool-adk_request_credential"]
+    assert part["state"] == "input-available", part
+    assert response.of_type("finish")[-1]["finishReason"] == "tool-calls"
+    return dict(part)
+
+
+def _page_answer(config: dict[str, Any], back: str) -> dict[str, Any]:
+    """What the page answers once the provider sent the tab back to ``back``: the request's
+    ``authConfig`` with the URL it came back to and where it was sent (ADK's answer)."""
+    credential = config["exchangedAuthCredential"]
+    oauth2 = {**credential["oauth2"], "authResponseUri": back, "redirectUri": PAGE_REDIRECT}
+    return {**config, "exchangedAuthCredential": {**credential, "oauth2": oauth2}}
+
+
+def _sign_in_from_the_page(
+    chat: TableChat, browser: SigningInBrowser, person: str = "alice"
+) -> tuple[dict[str, Any], ChatResponse]:
+    """The page's flow: the request, the tab at the provider, the page's answer."""
+    part = _sign_in_request(chat.send("who am i?"))
+    config = part["input"]["authConfig"]
+    back = browser.sign_in(config["exchangedAuthCredential"]["oauth2"]["authUri"], person)
+    return part, chat.tool_output(part["toolCallId"], _page_answer(config, back))
+
+
+def _server_log(caplog: pytest.LogCaptureFixture) -> str:
+    """Everything the server logged, at every level, tracebacks included: the records of
+    every thread but the test's own (the browser, the page) and the provider's."""
+    here = threading.get_ident()
+    formatter = logging.Formatter("%(name)s %(levelname)s %(message)s")
+    return "\n".join(
+        formatter.format(record)
+        for record in caplog.records
+        if record.thread != here and not (record.threadName or "").startswith("uvicorn-")
+    )
+
+
+def _recorded(recordings: Path) -> str:
+    return "\n".join(p.read_text(encoding="utf-8") for p in sorted(recordings.glob("*.jsonl")))
+
+
+def _output_of(response: ChatResponse, part_type: str) -> Any:
+    assert response.message is not None
+    (part,) = [p for p in response.message["parts"] if p["type"] == part_type]
+    assert part["state"] == "output-available", part
+    return part["output"]
+
+
+# -- OAuth2 from the page, as ADK expects ------------------------------------------------------
+
+
+@RUN_ASYNC
+@pytest.mark.parametrize("chat", ["page_flow"], indirect=True)
+def test_an_oauth2_sign_in_completes_from_the_page_and_the_tool_uses_the_providers_token(
+    chat: TableChat, provider: Provider, browser: SigningInBrowser, ledger: Ledger
+) -> None:
+    part = _sign_in_request(chat.send("who am i?"))
+    config = part["input"]["authConfig"]
+    oauth2 = config["exchangedAuthCredential"]["oauth2"]
+    assert "clientSecret" not in oauth2  # ADK keeps the agent's secret from the page
+    assert "clientSecret" not in config["rawAuthCredential"]["oauth2"]
+    auth_uri = oauth2["authUri"]
+    assert auth_uri.startswith(provider.authorize_url)
+    assert parse_qs(urlsplit(auth_uri).query)["redirect_uri"] == [PAGE_REDIRECT]
+
+    back = browser.sign_in(auth_uri, "alice")  # the provider sends the tab back to the page
+    assert back.startswith(f"{PAGE_REDIRECT}?code=")
+    answer = {
+        **config,
+        "exchangedAuthCredential": {
+            **config["exchangedAuthCredential"],
+            "oauth2": {**oauth2, "authResponseUri": back, "redirectUri": PAGE_REDIRECT},
+        },
+    }
+    answered = chat.tool_output(part["toolCallId"], answer)
+    assert _output_of(answered, "tool-get_profile") == PEOPLE["alice"]
+    assert answered.text == SIGNED_IN_ANSWER
+    # ADK exchanged the code at the provider once, and the tool's token was the provider's.
+    assert len(provider.exchanged) == 1 and len(provider.tokens) == 1
+    assert provider.served == ["alice"]
+    assert ledger.lines == ["profile of alice"]
+
+
+# -- secrets stay where they were given ----------------------------------------------------------
+
+
+@RUN_ASYNC
+@pytest.mark.parametrize("chat", ["page_flow"], indirect=True)
+def test_the_code_and_tokens_of_a_sign_in_reach_neither_the_page_nor_the_record_nor_the_logs(
+    chat: TableChat,
+    provider: Provider,
+    browser: SigningInBrowser,
+    recordings: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    part, answered = _sign_in_from_the_page(chat, browser)
+    assert _output_of(answered, "tool-get_profile") == PEOPLE["alice"]
+    secrets = provider.secrets()  # the client's secret, the code, the access token
+    assert len(secrets) == 3
+
+    chat.reload()
+    (kept,) = [p for p in chat.messages[-1]["parts"] if p.get("toolCallId") == part["toolCallId"]]
+    assert kept["state"] == "output-available"
+    oauth2 = kept["output"]["exchangedAuthCredential"]["oauth2"]
+    assert oauth2["authResponseUri"] == REDACTED and oauth2["redirectUri"] == PAGE_REDIRECT
+    record = chat.http.get(f"/chats/{chat.chat_id}").text
+    sent_back = answered.body
+    log = _server_log(caplog)
+    # ADK logs what resumes the run, the page's answer: there, with the code redacted.
+    assert "rehydrated resume_inputs" in log and f"'authResponseUri': '{REDACTED}'" in log
+    for secret in secrets:
+        assert secret not in record
+        assert secret not in sent_back
+        assert secret not in _recorded(recordings)
+        assert secret not in log
+
+
+@RUN_ASYNC
+@pytest.mark.parametrize("chat", ["forecaster"], indirect=True)
+def test_an_api_key_the_page_answers_with_reaches_neither_the_record_nor_the_logs(
+    chat: TableChat, ledger: Ledger, recordings: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    key = "user-key-7f3a9c"
+    part = _sign_in_request(chat.send("what is the weather?"))
+    config = part["input"]["authConfig"]
+    assert config["credentialKey"] == FORECAST_KEY.credential_key
+    answer = {**config, "exchangedAuthCredential": {"authType": "apiKey", "apiKey": key}}
+    answered = chat.tool_output(part["toolCallId"], answer)
+    assert answered.text == "It is sunny in Oslo."
+    assert ledger.lines == [f"forecast Oslo with a key of {len(key)} characters"]
+
+    chat.reload()
+    (kept,) = [p for p in chat.messages[-1]["parts"] if p.get("toolCallId") == part["toolCallId"]]
+    assert kept["output"]["exchangedAuthCredential"] == {"authType": "apiKey", "apiKey": REDACTED}
+    assert kept["output"]["authScheme"] == config["authScheme"]
+    assert key not in chat.http.get(f"/chats/{chat.chat_id}").text
+    assert key not in answered.body
+    assert key not in _recorded(recordings) and _recorded(recordings)
+    log = _server_log(caplog)
+    assert key not in log and f"'apiKey': '{REDACTED}'" in log
