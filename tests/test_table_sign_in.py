@@ -9,6 +9,7 @@ URL it came back to), and the server's callback route (docs/adr/0065)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Iterator
@@ -24,10 +25,15 @@ from tests.support.agents.human_input import FORECAST_KEY, forecast_agent
 from tests.support.agents.samples import Ledger
 from tests.support.agents.sign_in import SIGNED_IN_ANSWER, profile_agent
 from tests.support.oauth_provider import PEOPLE, Provider, SigningInBrowser, serve_provider
+from tests.support.sign_ins import (
+    CALLBACK_URL,
+    PAGE_REDIRECT,
+    page_answer,
+    server_log,
+    sign_in_request,
+)
 from tests.support.table_chat import TableChat
 
-# Where the page itself takes the provider's redirect (the page's flow, as ADK expects).
-PAGE_REDIRECT = "http://localhost:3000/signed-in"
 RUN_ASYNC = pytest.mark.parametrize("transport", ["stream", "ai7"])
 
 
@@ -38,7 +44,7 @@ def ledger() -> Ledger:
 
 @pytest.fixture
 def provider(tmp_path: Path) -> Iterator[Provider]:
-    with serve_provider([PAGE_REDIRECT], tmp_path) as served:
+    with serve_provider([PAGE_REDIRECT, CALLBACK_URL], tmp_path) as served:
         yield served
 
 
@@ -62,6 +68,24 @@ def page_flow(provider: Provider, ledger: Ledger, recordings: Path) -> Iterator[
 
 
 @pytest.fixture
+def release() -> threading.Event:
+    """Set: the tool goes on once it has its token (a test that resumes clears it)."""
+    event = threading.Event()
+    event.set()
+    return event
+
+
+@pytest.fixture
+def callback_flow(
+    provider: Provider, ledger: Ledger, recordings: Path, release: threading.Event
+) -> Iterator[AgentClient]:
+    agent = profile_agent(provider, ledger, None, release)
+    settings = settings_for_tests(auth_callback_url=CALLBACK_URL, record_dir=recordings)
+    with serve_agent(agent, settings) as client:
+        yield client
+
+
+@pytest.fixture
 def forecaster(ledger: Ledger, recordings: Path) -> Iterator[AgentClient]:
     with serve_agent(forecast_agent(ledger), settings_for_tests(record_dir=recordings)) as client:
         yield client
@@ -75,43 +99,14 @@ def chat(request: pytest.FixtureRequest, transport: str) -> Iterator[TableChat]:
     table_chat.close()
 
 
-def _sign_in_request(response: ChatResponse) -> dict[str, Any]:
-    """The response's one ``tool-adk_request_credential`` part, waiting for the page."""
-    assert response.message is not None
-    (part,) = [p for p in response.message["parts"] if p["type"] == "tool-adk_request_credential"]
-    assert part["state"] == "input-available", part
-    assert response.of_type("finish")[-1]["finishReason"] == "tool-calls"
-    return dict(part)
-
-
-def _page_answer(config: dict[str, Any], back: str) -> dict[str, Any]:
-    """What the page answers once the provider sent the tab back to ``back``: the request's
-    ``authConfig`` with the URL it came back to and where it was sent (ADK's answer)."""
-    credential = config["exchangedAuthCredential"]
-    oauth2 = {**credential["oauth2"], "authResponseUri": back, "redirectUri": PAGE_REDIRECT}
-    return {**config, "exchangedAuthCredential": {**credential, "oauth2": oauth2}}
-
-
 def _sign_in_from_the_page(
     chat: TableChat, browser: SigningInBrowser, person: str = "alice"
 ) -> tuple[dict[str, Any], ChatResponse]:
     """The page's flow: the request, the tab at the provider, the page's answer."""
-    part = _sign_in_request(chat.send("who am i?"))
+    part = sign_in_request(chat.send("who am i?"))
     config = part["input"]["authConfig"]
     back = browser.sign_in(config["exchangedAuthCredential"]["oauth2"]["authUri"], person)
-    return part, chat.tool_output(part["toolCallId"], _page_answer(config, back))
-
-
-def _server_log(caplog: pytest.LogCaptureFixture) -> str:
-    """Everything the server logged, at every level, tracebacks included: the records of
-    every thread but the test's own (the browser, the page) and the provider's."""
-    here = threading.get_ident()
-    formatter = logging.Formatter("%(name)s %(levelname)s %(message)s")
-    return "\n".join(
-        formatter.format(record)
-        for record in caplog.records
-        if record.thread != here and not (record.threadName or "").startswith("uvicorn-")
-    )
+    return part, chat.tool_output(part["toolCallId"], page_answer(config, back))
 
 
 def _recorded(recordings: Path) -> str:
@@ -133,7 +128,7 @@ def _output_of(response: ChatResponse, part_type: str) -> Any:
 def test_an_oauth2_sign_in_completes_from_the_page_and_the_tool_uses_the_providers_token(
     chat: TableChat, provider: Provider, browser: SigningInBrowser, ledger: Ledger
 ) -> None:
-    part = _sign_in_request(chat.send("who am i?"))
+    part = sign_in_request(chat.send("who am i?"))
     config = part["input"]["authConfig"]
     oauth2 = config["exchangedAuthCredential"]["oauth2"]
     assert "clientSecret" not in oauth2  # ADK keeps the agent's secret from the page
@@ -158,6 +153,56 @@ def test_an_oauth2_sign_in_completes_from_the_page_and_the_tool_uses_the_provide
     assert len(provider.exchanged) == 1 and len(provider.tokens) == 1
     assert provider.served == ["alice"]
     assert ledger.lines == ["profile of alice"]
+
+
+# -- OAuth2 through the server's callback route --------------------------------------------------
+
+
+@RUN_ASYNC
+@pytest.mark.parametrize("chat", ["callback_flow"], indirect=True)
+def test_an_oauth2_sign_in_comes_back_to_the_servers_callback_and_the_page_only_resumes(
+    chat: TableChat,
+    provider: Provider,
+    browser: SigningInBrowser,
+    ledger: Ledger,
+    release: threading.Event,
+) -> None:
+    part = sign_in_request(chat.send("who am i?"))
+    oauth2 = part["input"]["authConfig"]["exchangedAuthCredential"]["oauth2"]
+    query = parse_qs(urlsplit(oauth2["authUri"]).query)
+    assert query["redirect_uri"] == [CALLBACK_URL] and oauth2["redirectUri"] == CALLBACK_URL
+    assert query["state"] == [oauth2["state"]]  # the server's own, bound to this call
+
+    back = browser.sign_in(oauth2["authUri"], "bob")
+    assert back.startswith(f"{CALLBACK_URL}?code=")
+    release.clear()  # the answer waits for the page's resume
+    tab = chat.http.get(back)  # the tab follows the provider's redirect to the server
+    assert tab.status_code == 200, tab.text
+    assert "<h1>Signed in</h1>" in tab.text and "close this tab" in tab.text
+    assert tab.headers["cache-control"] == "no-store"
+
+    resumed = chat.resume(started=release.set)  # all the page does
+    outputs = {
+        c["toolCallId"]: c["output"] for c in resumed if c["type"] == "tool-output-available"
+    }
+    answer = outputs[part["toolCallId"]]  # the request answered, its secrets not sent
+    assert answer["exchangedAuthCredential"]["oauth2"]["authResponseUri"] == REDACTED
+    assert PEOPLE["bob"] in outputs.values()
+    assert "".join(c["delta"] for c in resumed if c["type"] == "text-delta").endswith(
+        SIGNED_IN_ANSWER
+    )
+    assert provider.served == ["bob"] and len(provider.exchanged) == 1
+    assert ledger.lines == ["profile of bob"]
+
+    chat.reload()  # and the chat's record holds the answer, for a page that did not resume
+    parts = chat.messages[-1]["parts"]
+    profile = [p for p in parts if p["type"] == "tool-get_profile"][-1]
+    assert profile["state"] == "output-available" and profile["output"] == PEOPLE["bob"]
+    (kept,) = [p for p in parts if p.get("toolCallId") == part["toolCallId"]]
+    assert kept["state"] == "output-available"
+    for secret in provider.secrets():
+        assert secret not in chat.http.get(f"/chats/{chat.chat_id}").text
+        assert secret not in json.dumps(resumed)
 
 
 # -- secrets stay where they were given ----------------------------------------------------------
@@ -185,7 +230,7 @@ def test_the_code_and_tokens_of_a_sign_in_reach_neither_the_page_nor_the_record_
     assert oauth2["authResponseUri"] == REDACTED and oauth2["redirectUri"] == PAGE_REDIRECT
     record = chat.http.get(f"/chats/{chat.chat_id}").text
     sent_back = answered.body
-    log = _server_log(caplog)
+    log = server_log(caplog)
     # ADK logs what resumes the run, the page's answer: there, with the code redacted.
     assert "rehydrated resume_inputs" in log and f"'authResponseUri': '{REDACTED}'" in log
     for secret in secrets:
@@ -202,7 +247,7 @@ def test_an_api_key_the_page_answers_with_reaches_neither_the_record_nor_the_log
 ) -> None:
     caplog.set_level(logging.DEBUG)
     key = "user-key-7f3a9c"
-    part = _sign_in_request(chat.send("what is the weather?"))
+    part = sign_in_request(chat.send("what is the weather?"))
     config = part["input"]["authConfig"]
     assert config["credentialKey"] == FORECAST_KEY.credential_key
     answer = {**config, "exchangedAuthCredential": {"authType": "apiKey", "apiKey": key}}
@@ -217,5 +262,5 @@ def test_an_api_key_the_page_answers_with_reaches_neither_the_record_nor_the_log
     assert key not in chat.http.get(f"/chats/{chat.chat_id}").text
     assert key not in answered.body
     assert key not in _recorded(recordings) and _recorded(recordings)
-    log = _server_log(caplog)
+    log = server_log(caplog)
     assert key not in log and f"'apiKey': '{REDACTED}'" in log

@@ -6,10 +6,13 @@ authorization code for. The provider is a real one (``tests/support/oauth_provid
 model is ``ScriptedLlm``.
 
 A ``Ledger`` (``samples.py``) holds one line per API call the tool made, so a test sees that
-the token worked, for whom, and how often."""
+the token worked, for whom, and how often. ``served_forecaster`` is the API-key tool of
+``human_input.py`` for a server that imports its agent (the real clients' tests)."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from typing import Any
 
 import httpx
@@ -20,6 +23,7 @@ from google.adk.auth.auth_tool import AuthConfig
 from google.adk.tools import ToolContext
 
 from adk_stream_protocol.testing import ScriptedLlm, call
+from tests.support.agents.human_input import forecast_agent
 from tests.support.agents.samples import Ledger
 from tests.support.oauth_provider import SCOPE, Provider
 
@@ -53,9 +57,15 @@ def profile_auth(provider: Provider, redirect_uri: str | None) -> AuthConfig:
     )
 
 
-def profile_agent(provider: Provider, ledger: Ledger, redirect_uri: str | None) -> LlmAgent:
+def profile_agent(
+    provider: Provider,
+    ledger: Ledger,
+    redirect_uri: str | None,
+    release: threading.Event | None = None,
+) -> LlmAgent:
     """An agent with one tool, ``get_profile``: the signed-in user's profile at the
-    provider."""
+    provider. With ``release``, the tool waits for it once it has a token (so that a test's
+    resume begins before the answer ends)."""
     auth = profile_auth(provider, redirect_uri)
 
     async def get_profile(tool_context: ToolContext) -> dict[str, Any]:
@@ -65,6 +75,8 @@ def profile_agent(provider: Provider, ledger: Ledger, redirect_uri: str | None) 
         if not token:
             tool_context.request_credential(auth)
             return dict(WAITING)
+        if release is not None:
+            await asyncio.to_thread(release.wait, 10)
         async with httpx.AsyncClient(timeout=10) as http:
             answer = await http.get(provider.api_url, headers={"authorization": f"Bearer {token}"})
         answer.raise_for_status()
@@ -79,3 +91,9 @@ def profile_agent(provider: Provider, ledger: Ledger, redirect_uri: str | None) 
         }
     )
     return LlmAgent(name="profiler", model=model, tools=[get_profile])
+
+
+# The API-key forecaster as a server serves it
+# (ADK_STREAM_AGENT=tests.support.agents.sign_in:served_forecaster): what its tool did is read
+# from what the page got, not from this ledger.
+served_forecaster = forecast_agent(Ledger())
