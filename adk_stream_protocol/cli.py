@@ -78,9 +78,9 @@ def _parser() -> argparse.ArgumentParser:
         nargs="?",
         metavar="AGENT_OR_AGENTS_DIR",
         help=(
-            "'package.module:attribute' naming an ADK agent or App (imported from the current "
-            "folder); or one agent's folder (with agent.py or root_agent.yaml), served at /; "
-            "or a folder of such folders, each agent served at /apps/<folder name>/"
+            "'package.module:attribute' naming an ADK agent, workflow or App (imported from the "
+            "current folder); or one agent's folder (with agent.py or root_agent.yaml), served "
+            "at /; or a folder of such folders, each agent served at /apps/<folder name>/"
         ),
     )
     _listen_arguments(serve)

@@ -8,6 +8,7 @@ and ADK Runner with scripted models (tests/support/agents/human_input.py)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,6 +27,7 @@ from tests.support.agents.human_input import (
     time_off_app,
 )
 from tests.support.agents.samples import Ledger
+from tests.support.rig import chat_body, in_process_app, post_stream, user_message
 from tests.support.table_chat import TRANSPORTS, TableChat
 
 EVERY_TRANSPORT = pytest.mark.parametrize("transport", TRANSPORTS)
@@ -154,6 +156,33 @@ def test_a_waiting_input_request_is_in_the_chat_record_and_is_answered_after_a_r
     answered = chat.tool_output(part["toolCallId"], {"days": 2})
     assert answered.text == "Approved: 2 days off."
     assert ledger.lines == ["decide 2"]
+
+
+def test_a_workflow_given_as_the_agent_setting_is_served_without_an_app(tmp_path: Path) -> None:
+    """``root_agent = Workflow(…)`` in a module, named by ``ADK_STREAM_AGENT`` as any agent is
+    (before: refused at start, "not an ADK agent or App")."""
+    with in_process_app(tmp_path, agent="tests.support.agents.human_input:time_off_root") as app:
+        result = post_stream(app, chat_body("wf-bare", user_message("time off, please", "u1")))
+    assert result.text() == "Let us plan your time off."
+    assert result.of_type("finish")[-1]["finishReason"] == "tool-calls"
+
+
+def test_a_workflow_on_the_live_connection_is_refused_at_its_first_message(
+    time_off: AgentClient, ledger: Ledger
+) -> None:
+    """ADK 2.13's run_live gives a workflow's start node no user message: refused with a
+    reason, nothing stored, and the same chat then answers on POST /stream."""
+    live = TableChat(time_off.http, "live")
+    live.connect()
+    refusal = live.refused_send("I need some time off")
+    live.close()
+    assert "Live mode (ADK's run_live) cannot run this agent" in refusal
+    assert "'time_off' is a Workflow" in refusal
+    assert "POST /stream" in refusal
+    assert time_off.http.get(f"/chats/{live.chat_id}").status_code == 404
+
+    stream = TableChat(time_off.http, "stream", chat_id=live.chat_id)
+    assert stream.send("I need some time off").text == "Let us plan your time off."
 
 
 def test_the_same_answer_sent_twice_resumes_the_workflow_once(

@@ -27,6 +27,12 @@ class Settings(BaseSettings):
     # `file://DIR` (a directory; several instances need it on a shared filesystem), or
     # `gs://BUCKET` (Google Cloud Storage; needs `google-cloud-storage`).
     artifact_store: str = "memory://"
+    # What `load_memory` and `preload_memory` search (docs/adr/0063), in the URI forms of
+    # `adk api_server --memory_service_uri`: `memory://` (this process, ADK's keyword search),
+    # `sqlite:///FILE.db`, `rag://CORPUS` or `agentengine://ID` (Vertex AI), or a scheme
+    # registered with ADK's service registry. The agent adds to it (its callback calls
+    # `add_session_to_memory`), as on ADK's servers.
+    memory_store: str = "memory://"
     # A saved artifact up to this many bytes reaches the page as a `data:` URL; a larger one
     # as the URL of `GET /artifacts/{chatId}/{filename}`.
     artifact_inline_max_bytes: int = Field(default=256 * 1024, ge=0)
@@ -51,7 +57,8 @@ class Settings(BaseSettings):
     resumable_streams: bool = False
     # How long an ended response's chunk log stays in Redis for followers still reading it.
     chunk_log_ttl_seconds: float = Field(default=60.0, gt=0)
-    # `module:attribute` naming an ADK agent or App to serve instead of the demo agent.
+    # `module:attribute` naming an ADK agent, graph workflow or App to serve instead of the
+    # demo agent.
     agent: str | None = None
     # A folder of agents in ADK's layout (one per subfolder, as `adk web` reads it), each
     # served under `/apps/<name>/`; or one agent's folder, served at `/`. The command

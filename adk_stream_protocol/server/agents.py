@@ -9,8 +9,8 @@ import logging
 import re
 from dataclasses import dataclass
 
-from google.adk.agents import BaseAgent
 from google.adk.apps import App
+from google.adk.workflow import BaseNode
 
 from adk_stream_protocol.foundation.settings import Settings
 from adk_stream_protocol.turns.runners import AgentLike
@@ -42,15 +42,15 @@ class ServedAgents:
 
 
 def load_agent(spec: str) -> AgentLike:
-    """Import ``module:attribute`` and check that it is an ADK agent or App."""
+    """Import ``module:attribute`` and check that it is an ADK agent, graph workflow or App."""
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
         raise ValueError(f"agent setting {spec!r} must look like 'package.module:attribute'")
     target: object = importlib.import_module(module_name)
     for name in attribute.split("."):
         target = getattr(target, name)
-    if not isinstance(target, BaseAgent | App):
-        raise TypeError(f"{spec!r} is a {type(target).__name__}, not an ADK agent or App")
+    if not isinstance(target, BaseNode | App):
+        raise TypeError(f"{spec!r} is a {type(target).__name__}, not an ADK agent, workflow or App")
     return target
 
 

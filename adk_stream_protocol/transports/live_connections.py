@@ -160,6 +160,9 @@ class LiveConnection:
             tasks=runtime.tasks,
         )
         self._turn: LiveTurn | None = None
+        # Set when ADK's live mode cannot run the agent: no run starts, each message is
+        # refused with it (docs/adr/0063).
+        self._refusal = services.runners.live_refusal
         # Confirmations waiting in the session (a socket left them): answered by run_async.
         self._stored = StoredPause(services, held.chat, held.lease)
         # Set while a new message waits for the model to end the turn it abandons.
@@ -189,8 +192,8 @@ class LiveConnection:
         stops = tasks.spawn(self._stop_when_asked(), name="live-stop")
         lost = tasks.spawn(self._close_when_lease_lost(), name="live-lease")
         try:
-            if await self._stored.starts_run():  # else once the stored ones are answered
-                await self._run.start()
+            if self._refusal is None and await self._stored.starts_run():
+                await self._run.start()  # else once the stored ones are answered
             await self._receive_frames()
         finally:
             lost.cancel()
@@ -335,6 +338,8 @@ class LiveConnection:
         runtime = self._services.runtime
         sink = self._restart.answer(self._io.send_text)  # a restart waits for its [DONE]
         try:
+            if self._refusal is not None:  # before the request is read: nothing of it stays
+                raise RequestError(501, self._refusal)
             # No response is open, so this socket holds no slot: take one for this response.
             self._slot.take()
             request = await self._parse_request(frame, size)
@@ -477,6 +482,9 @@ class LiveConnection:
             self._turn.on_waiting(call)
 
     async def _run_usable(self) -> bool:
+        if self._refusal is not None:
+            await self._io.control_error(self._refusal)
+            return False
         failure = await self._run.use()
         if failure is not None:
             await self._on_run_failure(failure)

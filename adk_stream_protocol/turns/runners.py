@@ -2,8 +2,9 @@
 
 The two runners (``run_async`` for ``/stream`` and ai 7's socket; ``run_live`` with the
 approval gate for ``/live``), each with our plugins registered as one (docs/adr/0053); the
-stores they run on (the chats' sessions behind the result outbox, the artifacts); every
-run's configuration; who answered a response; a chat's rewind.
+stores they run on (the chats' sessions behind the result outbox, the artifacts, the
+memory); every run's configuration; who answered a response; a chat's rewind; whether ADK's
+live mode can run the agent at all.
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from google.adk.agents import BaseAgent
+from google.adk.agents import BaseAgent, LoopAgent, ParallelAgent
 from google.adk.agents.run_config import RunConfig, StreamingMode
 from google.adk.apps import App
 from google.adk.plugins import plugin_manager
 from google.adk.runners import Runner
 from google.adk.sessions import Session
+from google.adk.workflow import BaseNode, Workflow
 from google.genai import types
 
 from adk_stream_protocol.coordination.base import ChatKey
@@ -30,6 +32,7 @@ from adk_stream_protocol.plugins.steering import SteeringPlugin
 from adk_stream_protocol.protocol.shared_state import SharedState
 from adk_stream_protocol.protocol.step_authors import StepAuthors
 from adk_stream_protocol.store.artifact_files import ChatArtifacts, create_artifact_service
+from adk_stream_protocol.store.memories import create_memory_service
 from adk_stream_protocol.store.result_outbox import ResultOutbox
 from adk_stream_protocol.store.rewinds import rewind_before_event
 from adk_stream_protocol.store.sessions import ChatSessions
@@ -40,8 +43,14 @@ from adk_stream_protocol.turns.response import ChatParts
 PLUGINS = "adk_stream_protocol"
 LIVE_PLUGINS = "adk_stream_protocol_live"
 
-# What the server runs: an ADK agent, or an App around one.
-AgentLike = BaseAgent | App
+# What the server runs: an ADK agent or graph workflow (ADK 2's nodes, agents among them), or
+# an App around one.
+AgentLike = BaseNode | App
+
+# The agents ADK's live mode cannot run, wherever they are in the tree (docs/adr/0063): in
+# ADK 2.13 the first two raise NotImplementedError from `run_live`, and a graph workflow's
+# start node is given no user message there, so its first node fails or waits forever.
+_NOT_LIVE = (ParallelAgent, LoopAgent, Workflow)
 
 # The client says when the user starts and stops speaking (audio_control frames).
 _CLIENT_SIDE_VAD = types.RealtimeInputConfig(
@@ -67,6 +76,8 @@ class Runners:
         # the outbox is the session service both runners use.
         self.outbox = outbox
         self.artifacts = create_artifact_service(settings.artifact_store)
+        # What `load_memory` and `preload_memory` search, on both runners (docs/adr/0063).
+        self.memory = create_memory_service(settings.memory_store, agents_dir=settings.agents_dir)
         # Every run's telemetry switches, read from the environment once: a run given none
         # builds them anew several times per streamed partial (docs/adr/0049), and given as
         # fields they are read without a fallback (docs/adr/0055). A run nothing observes
@@ -100,7 +111,12 @@ class Runners:
                 )
             }
         )
-        self.runner = Runner(app=steered, session_service=outbox, artifact_service=self.artifacts)
+        self.runner = Runner(
+            app=steered,
+            session_service=outbox,
+            artifact_service=self.artifacts,
+            memory_service=self.memory,
+        )
         # /live gates tools itself (ADK live cannot confirm): the same app plus our gate.
         live_app = (
             live_agent
@@ -123,7 +139,10 @@ class Runners:
                 ),
                 session_service=outbox,
                 artifact_service=self.artifacts,
+                memory_service=self.memory,
             )
+        # Why `/live?chatId=` refuses this agent, read once from its tree (docs/adr/0063).
+        self.live_refusal = live_refusal(live_app.root_agent)
         # Who answered is told only where more than one agent can (docs/adr/0044).
         self._named_authors = bool(getattr(app.root_agent, "sub_agents", None))
         self._named_live_authors = bool(getattr(live_app.root_agent, "sub_agents", None))
@@ -192,6 +211,32 @@ class Runners:
     async def close(self) -> None:
         await self.runner.close()
         await self.live_runner.close()
+
+
+def live_refusal(root: object) -> str | None:
+    """Why ADK's live mode cannot run the agent tree under ``root``, for the user; None when
+    it can. The first ``ParallelAgent``, ``LoopAgent`` or ``Workflow`` found names the kind."""
+    found = _first_not_live(root, set())
+    if found is None:
+        return None
+    kind = next(kind.__name__ for kind in _NOT_LIVE if isinstance(found, kind))
+    return (
+        f"Live mode (ADK's run_live) cannot run this agent: {found.name!r} is a {kind}. "
+        "Use POST /stream, or ai 7's WebSocketChatTransport on /live (without ?chatId=), "
+        "for it."
+    )
+
+
+def _first_not_live(agent: object, seen: set[int]) -> BaseAgent | Workflow | None:
+    if isinstance(agent, _NOT_LIVE):
+        return agent
+    if id(agent) in seen:
+        return None
+    seen.add(id(agent))
+    for sub_agent in getattr(agent, "sub_agents", None) or ():
+        if (found := _first_not_live(sub_agent, seen)) is not None:
+            return found
+    return None
 
 
 # ADK's line for a plugin a runner registers (google.adk.plugins.plugin_manager).

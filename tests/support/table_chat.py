@@ -90,12 +90,26 @@ class TableChat:
         as the stock client's does; ``withdraw_output`` takes it back."""
         self._outputs[call_id] = output
         self._apply_outputs(self.messages[-1])
-        body = {
-            "id": self.chat_id,
-            "messages": self.messages,
-            "trigger": "submit-message",
-            "messageId": self.messages[-1]["id"],
-        }
+        return self._refusal(
+            {
+                "id": self.chat_id,
+                "messages": self.messages,
+                "trigger": "submit-message",
+                "messageId": self.messages[-1]["id"],
+            }
+        )
+
+    def refused_send(self, text: str) -> str:
+        """``sendMessage({ text })`` that the server refuses: the refusal's text. The message
+        stays in the page's chat, as the stock client keeps it."""
+        number = sum(m["role"] == "user" for m in self.messages) + 1
+        parts = [{"type": "text", "text": text}]
+        self.messages.append({"id": f"user-{number}", "role": "user", "parts": parts})
+        return self._refusal(
+            {"id": self.chat_id, "messages": self.messages, "trigger": "submit-message"}
+        )
+
+    def _refusal(self, body: dict[str, Any]) -> str:
         if self.transport == "stream":
             response = self.http.post("/stream", json=body)
             assert 400 <= response.status_code < 500, response.text

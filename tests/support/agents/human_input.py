@@ -53,6 +53,18 @@ def time_off_app(ledger: Ledger) -> App:
     return App(name="time_off", root_agent=workflow)
 
 
+def bare_time_off() -> Workflow:
+    """The time-off workflow itself, served without an ``App`` (``root_agent = Workflow(…)``,
+    as ADK's samples write it); nobody reads its ledger."""
+    root = time_off_app(Ledger()).root_agent
+    assert isinstance(root, Workflow)
+    return root
+
+
+# The setting's form of it: `ADK_STREAM_AGENT=tests.support.agents.human_input:time_off_root`.
+time_off_root = bare_time_off()
+
+
 # What the clarifying agent asks with ADK's `request_input` tool.
 COLOUR_QUESTION = "Which colour should the logo be?"
 
