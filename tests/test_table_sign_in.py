@@ -23,7 +23,7 @@ from adk_stream_protocol.protocol.credentials import REDACTED
 from adk_stream_protocol.testing import AgentClient, ChatResponse, serve_agent, settings_for_tests
 from tests.support.agents.human_input import FORECAST_KEY, forecast_agent
 from tests.support.agents.samples import Ledger
-from tests.support.agents.sign_in import SIGNED_IN_ANSWER, profile_agent
+from tests.support.agents.sign_in import SIGNED_IN_ANSWER, profile_agent, profile_workflow
 from tests.support.oauth_provider import PEOPLE, Provider, SigningInBrowser, serve_provider
 from tests.support.sign_ins import (
     CALLBACK_URL,
@@ -82,6 +82,19 @@ def callback_flow(
     agent = profile_agent(provider, ledger, None, release)
     settings = settings_for_tests(auth_callback_url=CALLBACK_URL, record_dir=recordings)
     with serve_agent(agent, settings) as client:
+        yield client
+
+
+@pytest.fixture
+def greeter_page_flow(provider: Provider, ledger: Ledger) -> Iterator[AgentClient]:
+    with serve_agent(profile_workflow(provider, ledger, PAGE_REDIRECT)) as client:
+        yield client
+
+
+@pytest.fixture
+def greeter_callback_flow(provider: Provider, ledger: Ledger) -> Iterator[AgentClient]:
+    settings = settings_for_tests(auth_callback_url=CALLBACK_URL)
+    with serve_agent(profile_workflow(provider, ledger, None), settings) as client:
         yield client
 
 
@@ -203,6 +216,51 @@ def test_an_oauth2_sign_in_comes_back_to_the_servers_callback_and_the_page_only_
     for secret in provider.secrets():
         assert secret not in chat.http.get(f"/chats/{chat.chat_id}").text
         assert secret not in json.dumps(resumed)
+
+
+# -- a graph Workflow's node that signs the user in ----------------------------------------------
+
+
+@RUN_ASYNC
+@pytest.mark.parametrize("chat", ["greeter_page_flow"], indirect=True)
+def test_a_workflow_nodes_sign_in_completes_from_the_page_with_the_state_adk_made(
+    chat: TableChat, provider: Provider, browser: SigningInBrowser, ledger: Ledger
+) -> None:
+    part = sign_in_request(chat.send("hello"))
+    config = part["input"]["authConfig"]
+    assert "codeVerifier" not in config["exchangedAuthCredential"]["oauth2"]
+    back = browser.sign_in(config["exchangedAuthCredential"]["oauth2"]["authUri"], "alice")
+    # A redirect with a state the request was not made with is not this sign-in's: refused
+    # before ADK sees it (which would fail the run), and nothing resumes.
+    forged = page_answer(config, back.replace("state=", "state=x"))
+    refusal = chat.refused_tool_output(part["toolCallId"], forged)
+    assert "does not carry the state of the request's authUri" in refusal
+    assert provider.exchanged == [] and ledger.lines == []
+    chat.withdraw_output(part["toolCallId"])
+    answered = chat.tool_output(part["toolCallId"], page_answer(config, back))
+    assert answered.text == "Hello, Alice Example."
+    assert provider.served == ["alice"] and ledger.lines == ["profile of alice"]
+
+
+@RUN_ASYNC
+@pytest.mark.parametrize("chat", ["greeter_callback_flow"], indirect=True)
+def test_a_workflow_nodes_sign_in_comes_back_to_the_servers_callback(
+    chat: TableChat, provider: Provider, browser: SigningInBrowser, ledger: Ledger
+) -> None:
+    part = sign_in_request(chat.send("hello"))
+    oauth2 = part["input"]["authConfig"]["exchangedAuthCredential"]["oauth2"]
+    assert parse_qs(urlsplit(oauth2["authUri"]).query)["redirect_uri"] == [CALLBACK_URL]
+    back = browser.sign_in(oauth2["authUri"], "bob")
+    tab = chat.http.get(back)
+    assert tab.status_code == 200 and "<h1>Signed in</h1>" in tab.text, tab.text
+    chat.resume()
+    chat.reload()
+    assert chat.messages[-1]["parts"][-1] == {
+        "type": "text",
+        "text": "Hello, Bob Example.",
+        "state": "done",
+    }
+    assert provider.served == ["bob"] and ledger.lines == ["profile of bob"]
 
 
 # -- secrets stay where they were given ----------------------------------------------------------

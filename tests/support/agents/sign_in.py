@@ -17,10 +17,13 @@ from typing import Any
 
 import httpx
 from fastapi.openapi.models import OAuth2, OAuthFlowAuthorizationCode, OAuthFlows
-from google.adk.agents import LlmAgent
+from google.adk.agents import Context, LlmAgent
+from google.adk.apps import App
 from google.adk.auth.auth_credential import AuthCredential, AuthCredentialTypes, OAuth2Auth
 from google.adk.auth.auth_tool import AuthConfig
+from google.adk.events import Event
 from google.adk.tools import ToolContext
+from google.adk.workflow import START, FunctionNode, Workflow
 
 from adk_stream_protocol.testing import ScriptedLlm, call
 from tests.support.agents.human_input import forecast_agent
@@ -91,6 +94,27 @@ def profile_agent(
         }
     )
     return LlmAgent(name="profiler", model=model, tools=[get_profile])
+
+
+def profile_workflow(provider: Provider, ledger: Ledger, redirect_uri: str | None) -> App:
+    """A graph ``Workflow`` whose one ``FunctionNode`` signs the user in before it runs
+    (``auth_config``: ADK asks, and checks that the answer brings back the ``state`` it made),
+    then says who the user is at the provider."""
+    auth = profile_auth(provider, redirect_uri)
+
+    async def greet(ctx: Context) -> Event:
+        credential = ctx.get_auth_response(auth)
+        token = credential.oauth2.access_token if credential and credential.oauth2 else None
+        async with httpx.AsyncClient(timeout=10) as http:
+            answer = await http.get(provider.api_url, headers={"authorization": f"Bearer {token}"})
+        answer.raise_for_status()
+        profile: dict[str, Any] = answer.json()
+        ledger.record(f"profile of {profile['sub']}")
+        return Event(message=f"Hello, {profile['name']}.")
+
+    node = FunctionNode(func=greet, auth_config=auth, rerun_on_resume=True)
+    workflow = Workflow(name="greeter", edges=[(START, node)])
+    return App(name="greeter", root_agent=workflow)
 
 
 # The API-key forecaster as a server serves it
