@@ -1,6 +1,6 @@
 """What must be shared when several processes serve one chat, behind small interfaces.
 
-Four kinds of state outlive a single request and may have to be seen by another process:
+Five kinds of state outlive a single request and may have to be seen by another process:
 
 - ``ChatLeases``: the right to run a chat; two requests on one chat never run at once.
 - ``PendingCalls``: tool calls waiting for the client (approvals, browser results). The tool
@@ -8,6 +8,8 @@ Four kinds of state outlive a single request and may have to be seen by another 
 - ``StopSignals``: a request to stop a chat's running response (or to let a chat being
   deleted go).
 - ``ChunkLogs``: the chunks an active response has sent, so a client can resume it.
+- ``SignIns``: the sign-ins under way at an OAuth2 provider, each under the one-time ``state``
+  the provider sends back to the server's callback route (docs/adr/0065).
 
 The transports and the core only know these interfaces. ``local.py`` gives the
 in-process implementations (the embedded default); a shared store implements the same
@@ -185,8 +187,29 @@ class ChunkLogs(Protocol):
 
 
 @dataclass(frozen=True)
+class SignIn:
+    """A sign-in under way: the provider's redirect that brings its ``state`` back answers
+    the chat's credential request ``call_id``, with ``answer`` (ADK's ``AuthConfig`` as the
+    request made it) and the URL the provider redirected to."""
+
+    chat: ChatKey
+    call_id: str
+    answer: dict[str, Any]
+
+
+class SignIns(Protocol):
+    async def bind(self, state: str, sign_in: SignIn, ttl_seconds: float) -> None:
+        """Keep ``sign_in`` under ``state`` (a new, unguessable value) for ``ttl_seconds``."""
+
+    async def take(self, state: str) -> SignIn | None:
+        """The sign-in under ``state``, once: None for a state never bound, taken before, or
+        bound longer ago than its time to live."""
+
+
+@dataclass(frozen=True)
 class Coordination:
     leases: ChatLeases
     pending: PendingCalls
     stops: StopSignals
     chunk_logs: ChunkLogs
+    sign_ins: SignIns

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -18,6 +19,7 @@ from adk_stream_protocol.coordination.base import (
     ChatLease,
     Coordination,
     Outcome,
+    SignIn,
     Verdict,
     WaitingCall,
 )
@@ -326,6 +328,35 @@ class LocalChunkLogs:
             del self._active[chat]
 
 
+class LocalSignIns:
+    """Sign-ins under way, each kept until it is taken or its time is up (``clock``: seconds,
+    monotonic). Expired ones are dropped as new ones come: with one time to live for all, the
+    oldest are first in line."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._bound: dict[str, tuple[float, SignIn]] = {}
+
+    async def bind(self, state: str, sign_in: SignIn, ttl_seconds: float) -> None:
+        now = self._clock()
+        while self._bound:
+            oldest = next(iter(self._bound))
+            if self._bound[oldest][0] > now:
+                break
+            del self._bound[oldest]
+        self._bound[state] = (now + ttl_seconds, sign_in)
+
+    async def take(self, state: str) -> SignIn | None:
+        bound = self._bound.pop(state, None)
+        if bound is None or bound[0] <= self._clock():
+            return None
+        return bound[1]
+
+    def bound(self) -> int:
+        """How many are kept (expired ones not dropped yet included)."""
+        return len(self._bound)
+
+
 def local_coordination() -> Coordination:
     """In-process coordination: right for one process, the embedded default."""
     return Coordination(
@@ -333,4 +364,5 @@ def local_coordination() -> Coordination:
         pending=LocalPendingCalls(),
         stops=LocalStopSignals(),
         chunk_logs=LocalChunkLogs(),
+        sign_ins=LocalSignIns(),
     )

@@ -133,6 +133,14 @@ class Settings(BaseSettings):
     # result of a long-running call: `POST /chats/{chatId}/calls/{callId}/result`, off while
     # unset (docs/adr/0040). A service's secret, not a user's: keep it out of the page.
     call_result_token: SecretStr | None = None
+    # -- Tool sign-in (docs/adr/0065). The public URL of this server's `GET /auth/callback`
+    # (`https://chat.example.com/auth/callback`), registered at each OAuth2 provider the tools
+    # sign in to. Set, a sign-in's authorization URL sends the user back there, not to the
+    # agent's redirect URI, and the server gives ADK the answer: the page only opens the URL
+    # and resumes. Unset, the route is off and the page takes the redirect (ADK's way).
+    auth_callback_url: Annotated[str, Field(pattern=r"^https?://[^?#\s]+$")] | None = None
+    # How long a sign-in through the callback may take, from its request to the redirect.
+    auth_state_ttl_seconds: float = Field(default=600.0, gt=0)
     # Serve Prometheus metrics at /metrics (the `metrics` extra; docs/adr/0027).
     metrics: bool = False
     # Serve /docs, /redoc and /openapi.json.
@@ -158,7 +166,9 @@ class Settings(BaseSettings):
     max_state_keys: int = Field(default=64, gt=0)
     max_state_bytes: int = Field(default=64 * 1024, gt=0)
 
-    @field_validator("redis_url", "record_dir", "call_result_token", mode="before")
+    @field_validator(
+        "redis_url", "record_dir", "call_result_token", "auth_callback_url", mode="before"
+    )
     @classmethod
     def _empty_is_unset(cls, value: object) -> object:
         return None if value == "" else value  # `ADK_STREAM_REDIS_URL=` turns Redis off

@@ -16,6 +16,14 @@ on the chat's next run (``Event from an unknown agent``).
 Everything else passes as it is. A record moved to DEBUG is dropped unless its logger logs at
 DEBUG, as it would have been if ADK had logged it there.
 
+It also keeps the user's credentials out of ADK's records, at every level (docs/adr/0065):
+ADK logs what resumes a run (``rehydrated resume_inputs`` at DEBUG), which for a sign-in is the
+``AuthConfig`` the page or the callback answered with. A record whose text holds a value under
+a credential's key (an API key, OAuth2's redirect URL, code and tokens, a client secret or PKCE
+verifier, a password or token; as a dict, JSON or a model's repr, in either spelling), or a
+``code=`` or ``state=`` in a URL's query, keeps its text with each such value replaced by
+``[redacted]``.
+
 A filter of a logger sees only that logger's own records, not its children's, so the filter
 is added to each of ADK's loggers: those that exist when the app starts, and those of ADK's
 modules that log a run's failures, made now if ADK has not imported them yet.
@@ -24,6 +32,7 @@ modules that log a run's failures, made now if ADK has not imported them yet.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -48,10 +57,25 @@ _FAILURE_LOGGERS = tuple(
         "sessions.database_session_service",
         "sessions._session_util",
         "utils._runner_utils",
+        # ... and those that log what resumes a run, a sign-in's answer included.
+        "workflow._node_runner",
+        "models.gemini_llm_connection",
     )
 )
 # ADK's line for an event whose author is no agent of the tree (google.adk.agents._agent_router).
 UNKNOWN_AGENT = "Event from an unknown agent: %s, event id: %s"
+
+# A credential's value in a record's text: under one of its keys, quoted (a dict's or a
+# model's repr, JSON), or in a URL's query (an OAuth2 redirect).
+_CREDENTIAL_KEYS = (
+    r"api_?key|auth_?response_?uri|auth_?code|access_?token|refresh_?token|id_?token"
+    r"|client_?secret|code_?verifier|password|token"
+)
+_QUOTED_CREDENTIAL = re.compile(
+    rf"""(\b(?:{_CREDENTIAL_KEYS})['"]?\s*[:=]\s*)(['"])(?:(?!\2).)*\2""", re.IGNORECASE
+)
+_QUERY_CREDENTIAL = re.compile(r"([?&](?:code|state)=)[^&'\"\s]+")
+REDACTED = "[redacted]"
 
 
 class AdkLogs(logging.Filter):
@@ -63,6 +87,7 @@ class AdkLogs(logging.Filter):
         self._fence_author = fence_author
 
     def filter(self, record: logging.LogRecord) -> bool:
+        _redact_credentials(record)
         if record.levelno < logging.WARNING or not (
             self._is_outage(record) or self._is_fence(record)
         ):
@@ -88,6 +113,19 @@ class AdkLogs(logging.Filter):
             and record.msg == UNKNOWN_AGENT
             and args[:1] == (self._fence_author,)
         )
+
+
+def _redact_credentials(record: logging.LogRecord) -> None:
+    """The record's text with the credentials in it redacted (its arguments merged in)."""
+    try:
+        text = record.getMessage()
+    except Exception:
+        return  # a record that cannot be formatted is reported by logging itself
+    redacted = _QUERY_CREDENTIAL.sub(
+        rf"\g<1>{REDACTED}", _QUOTED_CREDENTIAL.sub(rf"\g<1>\g<2>{REDACTED}\g<2>", text)
+    )
+    if redacted != text:
+        record.msg, record.args = redacted, None
 
 
 def adk_loggers() -> list[logging.Logger]:

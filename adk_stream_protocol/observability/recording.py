@@ -6,8 +6,9 @@ one JSON object per line:
 
 1. ``{"kind":"request","version":1,"transport":"stream"|"ai7-socket"|"live","chatId",
    "trigger","messageId"?,"aiSdk":6|7,"time":"<ISO UTC>","request":{…}}``: ``request`` is the
-   chat request as the client sent it (for a socket, the chat request its frame carries);
-   headers are never recorded, neither the HTTP ones nor a frame's;
+   chat request as the client sent it (for a socket, the chat request its frame carries),
+   but for the credentials a page answered a sign-in with (docs/adr/0065); headers are never
+   recorded, neither the HTTP ones nor a frame's;
 2. ``{"kind":"chunk","t":<ms since the request>,"chunk":{…}}`` for every chunk the client was
    sent, as sent (after deferral: what a continuation held back is not there);
 3. ``{"kind":"end","t":…,"finishReason"?:…,"error"?:…}``.
@@ -40,6 +41,7 @@ from adk_stream_protocol.protocol.chunks import (
     FinishChunk,
     Transport,
 )
+from adk_stream_protocol.protocol.credentials import payload_without_secrets
 from adk_stream_protocol.protocol.ui_messages import ChatRequest
 
 logger = logging.getLogger(__name__)
@@ -122,7 +124,7 @@ class ResponseRecording:
         header.update(
             aiSdk=ai_sdk,
             time=now.isoformat(timespec="microseconds").replace("+00:00", "Z"),
-            request=request.payload,
+            request=payload_without_secrets(request.payload),  # docs/adr/0065
         )
         self._header = header
         self._chunks: list[tuple[int, BaseChunk]] = []

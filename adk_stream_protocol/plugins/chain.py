@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from google.adk.events import Event
 from google.adk.models import LlmResponse
 from google.adk.plugins import BasePlugin
 from google.adk.plugins.plugin_manager import PluginManager
@@ -25,6 +26,7 @@ FORWARDED = frozenset(
         "before_tool_callback",
         "after_tool_callback",
         "on_tool_error_callback",
+        "on_event_callback",
     }
 )
 
@@ -83,6 +85,10 @@ class PluginChain(BasePlugin):
 
     async def on_tool_error_callback(self, **arguments: Any) -> dict[str, Any] | None:
         result: dict[str, Any] | None = await self._first("on_tool_error_callback", arguments)
+        return result
+
+    async def on_event_callback(self, **arguments: Any) -> Event | None:
+        result: Event | None = await self._first("on_event_callback", arguments)
         return result
 
 

@@ -48,6 +48,8 @@ from adk_stream_protocol.protocol.chunks import (
 )
 from adk_stream_protocol.protocol.clients import client_for
 from adk_stream_protocol.protocol.confirmations import approval_request_chunks
+from adk_stream_protocol.protocol.credentials import shown_answer
+from adk_stream_protocol.protocol.interrupts import CREDENTIAL_TOOL
 from adk_stream_protocol.protocol.parts.files import file_data_chunk, inline_data_chunk, is_audio
 from adk_stream_protocol.protocol.parts.sources import ResponseSources
 from adk_stream_protocol.protocol.parts.steps import ResponseSteps
@@ -351,7 +353,10 @@ class StreamProtocolConverter:
                 continue
             self._awaiting_client.discard(call_id)
             out.extend(self._blocks.close())
-            out.append(result_chunk(call_id, response.response, denied=call_id in self._denied))
+            result = response.response
+            if response.name == CREDENTIAL_TOOL:  # the user's credential: never sent back
+                result = shown_answer(result)
+            out.append(result_chunk(call_id, result, denied=call_id in self._denied))
             self._steps.after_tool_results = True
 
     # -- errors and the finish reason -------------------------------------------------------------

@@ -11,7 +11,8 @@ a function call whose id is in its event's ``long_running_tool_ids`` (older sess
   ``request_input`` tool): the user's answer, which must fit the request's
   ``response_schema`` (a JSON Schema; none means any value);
 - a **credential request** (``adk_request_credential``): the ``AuthConfig`` the request
-  carried, back with the credential (an API key, or OAuth2's redirect URL).
+  carried, back with the credential (an API key, or OAuth2's redirect URL, which must carry
+  the ``state`` the request's authorization URL was made with).
 
 The page answers all three alike, with ``addToolOutput``. Approvals (``adk_request_confirmation``)
 are the fourth kind of interrupt; the page answers them with ``addToolApprovalResponse``
@@ -25,6 +26,7 @@ import logging
 from collections.abc import Collection
 from enum import Enum
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from google.adk.auth.auth_tool import AuthConfig
 from google.genai import types
@@ -71,7 +73,7 @@ def answer_problem(kind: PageCall, args: dict[str, Any], result: dict[str, Any])
         return None
     if kind is PageCall.INPUT:
         return _input_problem(args, result)
-    return _credential_problem(result)
+    return _credential_problem(args, result)
 
 
 def _input_problem(args: dict[str, Any], result: dict[str, Any]) -> str | None:
@@ -93,7 +95,7 @@ def _input_problem(args: dict[str, Any], result: dict[str, Any]) -> str | None:
     return f"its response_schema's {error.validator!r} ({rule}) fails at {where}"
 
 
-def _credential_problem(result: dict[str, Any]) -> str | None:
+def _credential_problem(args: dict[str, Any], result: dict[str, Any]) -> str | None:
     try:
         config = AuthConfig.model_validate(result)
     except ValidationError as exc:
@@ -102,4 +104,22 @@ def _credential_problem(result: dict[str, Any]) -> str | None:
         return f"it is not the request's authConfig ({', '.join(fields)} invalid)"
     if config.exchanged_auth_credential is None:
         return "its authConfig carries no credential (exchangedAuthCredential)"
+    # OAuth2: the provider sends back the state the request's authUri carried; a redirect
+    # with another is not this sign-in's (docs/adr/0065).
+    oauth2 = config.exchanged_auth_credential.oauth2
+    asked = _requested_state(args)
+    if asked is None or oauth2 is None or not oauth2.auth_response_uri:
+        return None
+    query = parse_qs(urlsplit(oauth2.auth_response_uri).query)
+    if query.get("state") != [asked]:
+        return "its authResponseUri does not carry the state of the request's authUri"
     return None
+
+
+def _requested_state(args: dict[str, Any]) -> str | None:
+    """The ``state`` a credential request's OAuth2 authorization URL was made with."""
+    config = args.get("authConfig")
+    credential = config.get("exchangedAuthCredential") if isinstance(config, dict) else None
+    oauth2 = credential.get("oauth2") if isinstance(credential, dict) else None
+    state = oauth2.get("state") if isinstance(oauth2, dict) else None
+    return state if isinstance(state, str) and state else None

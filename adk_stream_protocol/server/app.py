@@ -32,6 +32,7 @@ from adk_stream_protocol.server.backends import check_extras, open_coordination
 from adk_stream_protocol.server.collector import tuned_collector
 from adk_stream_protocol.server.draining import ShutdownSignals
 from adk_stream_protocol.store.sessions import store_url
+from adk_stream_protocol.transports.auth_callback import router as auth_callback_router
 from adk_stream_protocol.transports.call_results import router as call_results_router
 from adk_stream_protocol.transports.chat_routes import router as chats_router
 from adk_stream_protocol.transports.live import router as live_router
@@ -119,6 +120,7 @@ def create_app(
     app.include_router(live_router)
     app.include_router(artifacts_router)
     app.include_router(call_results_router)
+    app.include_router(auth_callback_router)
     app.include_router(chats_router)
 
     @app.get("/health")

@@ -20,6 +20,7 @@ from adk_stream_protocol.foundation.settings import Settings
 from adk_stream_protocol.observability.metrics import Metrics
 from adk_stream_protocol.observability.recording import Recorder
 from adk_stream_protocol.observability.telemetry import Telemetry
+from adk_stream_protocol.plugins.sign_ins import SignInPlugin
 from adk_stream_protocol.store.artifact_files import ChatArtifacts
 from adk_stream_protocol.store.chat_tables import create_chat_index
 from adk_stream_protocol.store.result_outbox import ResultOutbox
@@ -64,6 +65,11 @@ class Bridge:
             coordination.pending,
             approval_timeout_seconds=settings.approval_timeout_seconds,
             on_outcome=lambda outcome: self.telemetry.approval_outcome("live", outcome),
+            sign_ins=SignInPlugin(
+                coordination.sign_ins, settings.auth_callback_url, settings.auth_state_ttl_seconds
+            )
+            if settings.auth_callback_url is not None
+            else None,
         )
         self.runners = Runners(
             settings, agent, live_agent, outbox=self.outbox, tools=self.tools, outages=self.outages

@@ -18,6 +18,7 @@ from typing import Protocol
 from adk_stream_protocol.coordination.base import ChatKey, WaitingCall
 from adk_stream_protocol.observability.recording import Recorder
 from adk_stream_protocol.protocol.chunks import AiSdkVersion, BaseChunk, StartChunk, Transport
+from adk_stream_protocol.protocol.credentials import messages_without_secrets
 from adk_stream_protocol.protocol.message_chunks import message_chunks
 from adk_stream_protocol.protocol.message_fold import Message, MessageFold
 from adk_stream_protocol.protocol.tool_calls import APPROVAL_CANCELLED_RESULT, DISCONNECTED_RESULT
@@ -159,7 +160,8 @@ class ChatRecords:
         else:
             # The client's state when it sent the request, as sent: an edit or a regeneration
             # has cut it at the branch, and after a stop only the page knows how far it read.
-            messages = request.payload["messages"]
+            # A credential the page answered with is not kept (docs/adr/0065).
+            messages = messages_without_secrets(request.payload["messages"])
             new_message = request.last_message.role == "user"
             if not await chats.record_messages(app, user, chat_id, messages, create=new_message):
                 return ResponseRecords(recording, None)  # deleted: nothing to keep

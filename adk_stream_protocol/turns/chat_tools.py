@@ -5,7 +5,8 @@ A turn opens its chat's route for the data parts its tools send (``ui``, docs/ad
 holds the lease their starts are marked under (``starts``, docs/adr/0032); a restart waits
 for the tools that run now (``running``, docs/adr/0033). On ``/live`` the approval gate waits
 for the user's answers (``gate``) and stores the page's state that came with them
-(``page_states``, docs/adr/0044).
+(``page_states``, docs/adr/0044). With a sign-in callback, OAuth2 sign-ins come back to the
+server (``sign_ins``, docs/adr/0065).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from adk_stream_protocol.coordination.base import Outcome, PendingCalls
 from adk_stream_protocol.plugins.approvals import LiveApprovalPlugin
 from adk_stream_protocol.plugins.page_states import PageStates
 from adk_stream_protocol.plugins.running_tools import RunningTools
+from adk_stream_protocol.plugins.sign_ins import SignInPlugin
 from adk_stream_protocol.plugins.tool_starts import ToolStartPlugin
 from adk_stream_protocol.plugins.tool_ui import ToolUiPlugin
 
@@ -32,11 +34,14 @@ class ChatTools:
         *,
         approval_timeout_seconds: float,
         on_outcome: Callable[[Outcome], None],
+        sign_ins: SignInPlugin | None = None,
     ) -> None:
         self.ui = ToolUiPlugin()  # where a chat's data parts go
         self.starts = ToolStartPlugin(sessions)  # a durable mark before each tool body runs
         self.running = RunningTools()  # which tools of a chat run now
         self.page_states = PageStates()  # the page's changes sent with an answer on /live
+        # OAuth2 sign-ins that come back to the server's callback, when it has one (ADR 0065).
+        self.sign_ins = sign_ins
         # /live's gate: ADK's live flow cannot confirm a tool, so the server asks itself.
         self.gate = LiveApprovalPlugin(
             pending,

@@ -92,15 +92,22 @@ class Runners:
         }
         app = agent if isinstance(agent, App) else App(name=settings.app_name, root_agent=agent)
         # Which tools run now, first so that it sees every call end (docs/adr/0033).
-        # Steering messages of a resumed turn reach the model (docs/adr/0022). Ours are
-        # registered as one plugin where the app's order allows (docs/adr/0053).
+        # Steering messages of a resumed turn reach the model (docs/adr/0022). A sign-in comes
+        # back to the server's callback, when it has one (docs/adr/0065; ADK's live flow does
+        # not pause for one). Ours are registered as one plugin where the app's order allows
+        # (docs/adr/0053).
         steered = app.model_copy(
             update={
                 "plugins": chained(
                     PLUGINS,
                     [tools.running],
                     app.plugins,
-                    [SteeringPlugin(), tools.ui, tools.starts],
+                    [
+                        SteeringPlugin(),
+                        tools.ui,
+                        tools.starts,
+                        *([tools.sign_ins] if tools.sign_ins else []),
+                    ],
                 )
             }
         )

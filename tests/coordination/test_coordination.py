@@ -23,6 +23,8 @@ from adk_stream_protocol.coordination.base import (
     Coordination,
     Outcome,
     PendingCalls,
+    SignIn,
+    SignIns,
     StopSignals,
     WaitingCall,
 )
@@ -30,6 +32,7 @@ from adk_stream_protocol.coordination.local import (
     LocalChatLeases,
     LocalChunkLogs,
     LocalPendingCalls,
+    LocalSignIns,
     LocalStopSignals,
     local_coordination,
 )
@@ -627,6 +630,44 @@ async def test_local_logs_are_dropped_when_their_response_ends() -> None:
     await lease.release()
 
 
+# -- sign-ins under way ----------------------------------------------------------------------------
+
+SIGN_IN = SignIn(chat=CHAT, call_id="call-1", answer={"authScheme": {"type": "oauth2"}})
+
+
+@pytest.fixture
+def sign_ins(coordination: Coordination) -> SignIns:
+    return coordination.sign_ins
+
+
+@pytest.mark.asyncio
+async def test_a_sign_in_is_taken_once_under_its_state(sign_ins: SignIns) -> None:
+    await sign_ins.bind("state-1", SIGN_IN, LONG)
+    await sign_ins.bind("state-2", SignIn(OTHER, "call-2", {}), LONG)
+    assert await sign_ins.take("state-1") == SIGN_IN
+    assert await sign_ins.take("state-1") is None  # used
+    assert await sign_ins.take("state-3") is None  # never bound
+    assert await sign_ins.take("state-2") == SignIn(OTHER, "call-2", {})
+
+
+@pytest.mark.asyncio
+async def test_a_local_sign_in_expires_after_its_time_to_live_and_is_dropped() -> None:
+    now = [100.0]
+    sign_ins = LocalSignIns(clock=lambda: now[0])
+    await sign_ins.bind("old", SIGN_IN, 10)
+    await sign_ins.bind("young", SIGN_IN, 10)
+    now[0] = 110.0
+    assert await sign_ins.take("old") is None  # expired: not given, and gone
+    now[0] = 105.0
+    await sign_ins.bind("new", SIGN_IN, 10)  # drops nothing unexpired
+    assert sign_ins.bound() == 2
+    now[0] = 112.0
+    await sign_ins.bind("newer", SIGN_IN, 10)  # the expired ones go as new ones come
+    assert sign_ins.bound() == 2
+    assert await sign_ins.take("new") == SIGN_IN
+    assert await sign_ins.take("young") is None
+
+
 def test_local_coordination_builds_one_of_each() -> None:
     coordination = local_coordination()
     assert isinstance(coordination, Coordination)
@@ -634,3 +675,4 @@ def test_local_coordination_builds_one_of_each() -> None:
     assert isinstance(coordination.pending, LocalPendingCalls)
     assert isinstance(coordination.stops, LocalStopSignals)
     assert isinstance(coordination.chunk_logs, LocalChunkLogs)
+    assert isinstance(coordination.sign_ins, LocalSignIns)

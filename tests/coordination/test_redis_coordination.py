@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import redis.asyncio as redis
 
-from adk_stream_protocol.coordination.base import ChatKey
+from adk_stream_protocol.coordination.base import ChatKey, SignIn
 from adk_stream_protocol.coordination.redis.chunk_logs import PRODUCER_GONE_EVENT
 from adk_stream_protocol.coordination.redis.coordination import (
     RedisCoordination,
@@ -196,6 +196,19 @@ async def test_a_holder_whose_key_is_gone_is_told_and_never_touches_the_next_one
         await asyncio.wait_for(successor.lost.wait(), LEASE_TTL * 1.2)
     assert await store.get(keys.lease(CHAT)) == successor.token.encode()
     await successor.release()
+
+
+@pytest.mark.asyncio
+async def test_a_sign_in_bound_in_one_process_is_taken_once_in_another_and_expires_in_redis(
+    connect: Connect, store: redis.Redis, keys: RedisKeys
+) -> None:
+    first, second = await connect(), await connect()
+    sign_in = SignIn(chat=CHAT, call_id="call-1", answer={"credentialKey": "k"})
+    await first.coordination.sign_ins.bind("state:{1}", sign_in, 60)
+    assert 0 < await store.pttl(keys.sign_in("state:{1}")) <= 60_000  # Redis lets it expire
+    assert await second.coordination.sign_ins.take("state:{1}") == sign_in
+    assert await first.coordination.sign_ins.take("state:{1}") is None
+    assert await store.exists(keys.sign_in("state:{1}")) == 0
 
 
 @pytest.mark.asyncio

@@ -19,6 +19,7 @@ from adk_stream_protocol.plugins.chain import (
     implemented_callbacks,
 )
 from adk_stream_protocol.plugins.running_tools import RunningTools
+from adk_stream_protocol.plugins.sign_ins import SignInPlugin
 from adk_stream_protocol.plugins.steering import SteeringPlugin
 from adk_stream_protocol.plugins.tool_starts import ToolStartPlugin
 from adk_stream_protocol.plugins.tool_ui import ToolUiPlugin
@@ -51,6 +52,9 @@ class Recording(BasePlugin):
     async def on_tool_error_callback(self, **arguments: Any) -> Any:
         return await self._record("on_tool_error_callback", arguments)
 
+    async def on_event_callback(self, **arguments: Any) -> Any:
+        return await self._record("on_event_callback", arguments)
+
 
 # Each callback a chain passes on, as ADK's plugin manager runs it (Recording reads none of
 # the arguments: stand-ins do, passed through as they are).
@@ -68,6 +72,9 @@ CALLBACKS: dict[str, Callable[[PluginManager], Awaitable[Any]]] = {
     "on_tool_error_callback": lambda m: m.run_on_tool_error_callback(
         tool=STAND_IN, tool_args={}, tool_context=STAND_IN, error=ValueError("x")
     ),
+    "on_event_callback": lambda m: m.run_on_event_callback(
+        invocation_context=STAND_IN, event=STAND_IN
+    ),
 }
 
 
@@ -75,21 +82,22 @@ class Quiet(BasePlugin):
     """Implements nothing (as the tool UI's route table)."""
 
 
-class OnEvents(BasePlugin):
-    async def on_event_callback(self, **kwargs: Any) -> None:
+class OnUserMessages(BasePlugin):
+    async def on_user_message_callback(self, **kwargs: Any) -> None:
         return None
 
 
 @pytest.mark.parametrize(
-    "plugin", [RunningTools, SteeringPlugin, ToolUiPlugin, ToolStartPlugin, LiveApprovalPlugin]
+    "plugin",
+    [RunningTools, SteeringPlugin, ToolUiPlugin, ToolStartPlugin, LiveApprovalPlugin, SignInPlugin],
 )
 def test_every_callback_of_our_plugins_is_passed_on(plugin: type[BasePlugin]) -> None:
     assert implemented_callbacks(plugin) <= FORWARDED
 
 
 def test_a_chain_refuses_a_member_whose_callbacks_it_would_drop() -> None:
-    with pytest.raises(ValueError, match="on_event_callback"):
-        PluginChain("ours", [Quiet(name="quiet"), OnEvents(name="events")])
+    with pytest.raises(ValueError, match="on_user_message_callback"):
+        PluginChain("ours", [Quiet(name="quiet"), OnUserMessages(name="messages")])
 
 
 def test_every_callback_it_passes_on_is_run_here() -> None:

@@ -1,7 +1,8 @@
 """The coordination interfaces (``coordination/base.py``) on Redis, for several processes or
 instances serving one app (``ADK_STREAM_REDIS_URL``). Leases are in ``leases.py``, chunk
-logs in ``chunk_logs.py``, stops in ``stops.py``, key names and the pub/sub signals in
-``signals.py``; here are pending calls and the connection that holds them all.
+logs in ``chunk_logs.py``, stops in ``stops.py``, sign-ins under way in ``sign_ins.py``, key
+names and the pub/sub signals in ``signals.py``; here are pending calls and the connection that
+holds them all.
 
 - Pending calls stay in this process: a tool waits in the process that runs it, and the chat's
   watcher (the connection serving the chat) is there too, since the chat's lease keeps both in
@@ -37,6 +38,7 @@ from adk_stream_protocol.coordination.base import (
 from adk_stream_protocol.coordination.local import LocalPendingCalls
 from adk_stream_protocol.coordination.redis.chunk_logs import RedisChunkLogs
 from adk_stream_protocol.coordination.redis.leases import RedisChatLeases
+from adk_stream_protocol.coordination.redis.sign_ins import RedisSignIns
 from adk_stream_protocol.coordination.redis.signals import Client, RedisKeys, Signals
 from adk_stream_protocol.coordination.redis.stops import RedisStopSignals
 from adk_stream_protocol.foundation.outages import REDIS, Outages
@@ -202,6 +204,7 @@ class RedisCoordination:
                 log_ttl_seconds=log_ttl_seconds,
                 outages=outages,
             ),
+            sign_ins=RedisSignIns(client, keys),
         )
 
     async def close(self) -> None:

@@ -84,7 +84,8 @@ _GLOB = re.compile(r"([\\*?\[\]])")
 
 class RedisKeys:
     """``P:{C}:lease``, ``P:{C}:active``, ``P:{C}:log:ID``, ``P:{C}:results`` and the channels
-    ``P:signal:KIND:{C}`` and ``P:signal:calls``, for the prefix ``P`` and the chat ``C``."""
+    ``P:signal:KIND:{C}`` and ``P:signal:calls``, for the prefix ``P`` and the chat ``C``; and
+    ``P:sign-in:STATE``, a sign-in under way."""
 
     def __init__(self, prefix: str) -> None:
         if "{" in prefix or "}" in prefix:  # it would move the hash tag off the chat
@@ -134,6 +135,11 @@ class RedisKeys:
 
     def signal(self, kind: str, chat: ChatKey) -> str:
         return f"{self.prefix}:signal:{kind}:{self.chat(chat)}"
+
+    def sign_in(self, state: str) -> str:
+        """A sign-in under way (docs/adr/0065): no chat's key, named by its state (quoted,
+        so that it cannot make a hash tag or another name)."""
+        return f"{self.prefix}:sign-in:{quote(state, safe='')}"
 
 
 def _pubsub(client: Client) -> PubSub:
