@@ -177,8 +177,9 @@ class StreamProtocolConverter:
                     continue
                 parts = event.content.parts if event.content and event.content.parts else []
                 if parts and event.content and event.content.role == "model":
-                    text_only = [p for p in parts if not p.function_call]
-                    self._convert_model_content(event, text_only, out)
+                    # Only calls: nothing to send (no empty step).
+                    if text_only := [p for p in parts if not p.function_call]:
+                        self._convert_model_content(event, text_only, out)
                 elif parts:
                     self._convert_tool_results(event, parts, out, skip=introduced)
                 self._read_event_parts(event, out)  # held back as the event's text was
@@ -331,9 +332,8 @@ class StreamProtocolConverter:
             chunks = part.chunks(event)
             if not chunks:
                 continue
-            # In the event's step (a tool's part beside its output), after its text.
-            if not self._steps.open:
-                out.extend(self._steps.new())
+            # Where the event's own chunks went (a tool's widget beside its output, in the
+            # step of its call or, in a continuation, with no step of its own), after its text.
             out.extend(self._blocks.close())
             out.extend(chunks)
 

@@ -163,9 +163,10 @@ class EventPart:
     The converter makes one instance per response, for the response's client (which chunk
     types it accepts: ``client.accepts``), and calls ``chunks`` with each final (non-partial)
     event it converts, and with each event a paused continuation held back when a later
-    response sends what was held. What it returns goes out after the chunks of the event's own
-    content, in the event's step, the open text and reasoning closed first. A partial event is
-    never read: the final event repeats its content, and a delta's path stays as it is
+    response sends what was held. What it returns goes out right after the chunks of the
+    event's own content, in the step they went to (none is opened for it: a tool's result in a
+    continuation has none), the open text and reasoning closed first. A partial event is never
+    read: the final event repeats its content, and a delta's path stays as it is
     (docs/adr/0050). A ``data-*`` part needs no ``PartKind`` of its own: ``Data`` folds and
     rebuilds every one."""
 
