@@ -35,6 +35,7 @@ from adk_stream_protocol.protocol.parts.steering import Steering, SteeringMessag
 from adk_stream_protocol.protocol.parts.steps import Steps, StepStartUIPart
 from adk_stream_protocol.protocol.parts.text import Reasoning, ReasoningUIPart, Text, TextUIPart
 from adk_stream_protocol.protocol.parts.tools import DynamicToolUIPart, Tools, ToolUIPart
+from adk_stream_protocol.protocol.parts.ui_widgets import UiWidgets
 
 PART_KINDS: tuple[type[PartKind], ...] = (
     Text,
@@ -51,7 +52,7 @@ PART_KINDS: tuple[type[PartKind], ...] = (
 
 # The parts made from ADK event content through the converter's hook, in the order their
 # chunks follow an event's own.
-EVENT_PARTS: tuple[type[EventPart], ...] = ()
+EVENT_PARTS: tuple[type[EventPart], ...] = (UiWidgets,)
 
 # Part type -> its kind; and the families by prefix, each with its tag in the union below
 # ("tool-" parts are tagged "tool").
