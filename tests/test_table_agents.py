@@ -1,20 +1,25 @@
 """The behaviour table's rows for what agents do besides asking (README, "Every ADK feature on
 every transport"): parallel calls that write state, sub-agents with ``transfer_to_agent``, an
 ``AgentTool`` with an ``output_schema``, callbacks that replace a result or answer a call
-themselves, artifacts, and state the tools keep and the agent checks. Each test runs on ``POST
+themselves, artifacts, state the tools keep and the agent checks, and the UI widgets tools
+render. Each test runs on ``POST
 /stream``, ai 7's socket on ``/live`` and ``/live?chatId=``, through the real app and ADK Runner
 with scripted models (tests/support/agents/samples.py)."""
 
 from __future__ import annotations
 
 import base64
+import copy
+import json
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
+from typing import Any
 
 import pytest
 from google.adk.agents import LlmAgent
 
+from adk_stream_protocol.protocol.parts.ui_widgets import UI_WIDGET_PART
 from adk_stream_protocol.testing import AgentClient, ChatResponse, serve_agent, settings_for_tests
 from tests.support.agents.samples import (
     REPORT,
@@ -24,6 +29,7 @@ from tests.support.agents.samples import (
     shop_agent,
     travel_agent,
 )
+from tests.support.agents.widgets import build_widgets_agent, chart_payload
 from tests.support.table_chat import TRANSPORTS, TableChat
 
 EVERY_TRANSPORT = pytest.mark.parametrize("transport", TRANSPORTS)
@@ -235,3 +241,68 @@ def test_a_before_agent_callback_that_writes_state_is_answered_every_time(
         finally:
             chat.close()
     assert ledger.lines == ["note milk"] * 4
+
+
+# -- UI widgets ------------------------------------------------------------------------------------
+
+
+def _widgets(message: dict[str, Any] | None) -> list[dict[str, Any]]:
+    assert message is not None
+    return [p for p in message["parts"] if p["type"] == UI_WIDGET_PART]
+
+
+@EVERY_TRANSPORT
+def test_a_tools_ui_widget_reaches_the_page_as_a_data_part_and_stays_in_the_chat(
+    serve: Callable[[LlmAgent], TableChat],
+) -> None:
+    chat = serve(build_widgets_agent())
+    compared = chat.send("compare Paris and Rome")
+    paris, rome = compared.tool_calls  # one model answer, both calls: ADK merges their results
+    sent = compared.of_type(UI_WIDGET_PART)
+    assert sent == [
+        {
+            "type": UI_WIDGET_PART,
+            "id": call["toolCallId"],
+            "data": {"provider": "mcp", "payload": chart_payload(city)},
+        }
+        for call, city in ((paris, "Paris"), (rome, "Rome"))
+    ]
+    # After the results they come with, in their step.
+    types = compared.types()
+    first_widget = types.index(UI_WIDGET_PART)
+    assert types[:first_widget].count("tool-output-available") == 2
+    assert "finish-step" not in types[types.index("tool-output-available") : first_widget]
+    assert _widgets(compared.message) == sent
+    assert compared.text == "Paris is warmer than Rome this week."
+
+    charted = chat.send("chart Oslo")
+    (oslo,) = charted.tool_calls
+    assert [p["id"] for p in _widgets(charted.message)] == [oslo["toolCallId"]]
+    assert "null" not in json.dumps(_widgets(charted.message))
+    # A reload: the chat as recorded is the chat the page held, widgets and all.
+    page = copy.deepcopy(chat.messages)
+    chat.reload()
+    assert chat.messages == page
+    assert chat.send("chart Oslo").text == "Here is Oslo's week."
+
+
+@EVERY_TRANSPORT
+def test_a_widget_a_paused_continuation_held_back_comes_with_the_final_answer(
+    serve: Callable[[LlmAgent], TableChat],
+) -> None:
+    chat = serve(build_widgets_agent())
+    chat.send("buy a lamp")
+    paid = chat.approve(True)  # pay runs and renders its receipt; ship asks next
+    assert paid.of_type(UI_WIDGET_PART) == []  # held back, with pay's result (ADR 0010)
+    shipped = chat.approve(True)
+    receipt = {
+        "type": UI_WIDGET_PART,
+        "id": "receipt-30",
+        "data": {"provider": "receipts", "payload": {}},
+    }
+    assert shipped.of_type(UI_WIDGET_PART) == [receipt]
+    assert _widgets(shipped.message) == [receipt]
+    assert shipped.text == "Paid and shipped."
+    page = copy.deepcopy(chat.messages)
+    chat.reload()
+    assert chat.messages == page

@@ -13,12 +13,15 @@ event's text is emitted whole. This needs no event-id matching, so it also holds
 where every partial has a fresh id.
 
 The chunks of each part kind are made by that kind's module (``parts/``, docs/adr/0059): the
-converter decides, per event, which kinds it holds and in which order. Gemini's grounding
-becomes source parts for every client (``parts/sources.py``). What ai 7 adds (citations on
-``text-end``, ``tool-approval-response``, the finish reason ``interrupted``) is sent only when
-the response's client is known to be ai 7 (``ai_sdk=7``, docs/adr/0023; what each client has
-is its table in ``clients.py``); otherwise every chunk is one the strict ai 6.0.25 client
-accepts.
+converter decides, per event, which kinds it holds and in which order. What an event carries
+beside its text, calls, results and files (a widget in its actions) reaches the page through
+one hook: each ``EventPart`` of ``parts/kinds.py`` reads every final event, and its chunks
+follow the event's own, in its step (docs/adr/0062); the converter names none of them.
+Gemini's grounding becomes source parts for every client (``parts/sources.py``). What ai 7
+adds (citations on ``text-end``, ``tool-approval-response``, the finish reason
+``interrupted``) is sent only when the response's client is known to be ai 7 (``ai_sdk=7``,
+docs/adr/0023; what each client has is its table in ``clients.py``); otherwise every chunk is
+one the strict ai 6.0.25 client accepts.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ from adk_stream_protocol.protocol.confirmations import approval_request_chunks
 from adk_stream_protocol.protocol.credentials import shown_answer
 from adk_stream_protocol.protocol.interrupts import CREDENTIAL_TOOL
 from adk_stream_protocol.protocol.parts.files import file_data_chunk, inline_data_chunk, is_audio
+from adk_stream_protocol.protocol.parts.kinds import EVENT_PARTS
 from adk_stream_protocol.protocol.parts.sources import ResponseSources
 from adk_stream_protocol.protocol.parts.steps import ResponseSteps
 from adk_stream_protocol.protocol.parts.text import ResponseBlocks
@@ -106,6 +110,8 @@ class StreamProtocolConverter:
         )
         self._steps = ResponseSteps(self._blocks)
         self._sources = ResponseSources()
+        # The parts made from an event's other content, each read through the hook.
+        self._event_parts = tuple(part(self._client) for part in EVENT_PARTS)
         # Text or thoughts streamed since the last non-partial model event: that event
         # repeats them, so its text parts are skipped.
         self._streamed_since_final = False
@@ -160,6 +166,7 @@ class StreamProtocolConverter:
             out.extend(sources)  # every client; after the text they ground
         if not partial:
             self._usage.record_final(event)
+            self._read_event_parts(event, out)
         if event.error_code:
             code = str(getattr(event.error_code, "name", event.error_code))
             if code == ABORTED_CODE:
@@ -178,15 +185,17 @@ class StreamProtocolConverter:
                 call.id for event in events for call in event.get_function_calls() if call.id
             }
             for event in events:
+                if event.partial:
+                    continue
                 content = event.content
                 parts = content.parts if content is not None and content.parts else []
-                if event.partial or content is None or not parts:
-                    continue
-                if speaks_to_user(event, content):
-                    text_only = [p for p in parts if not p.function_call]
-                    self._convert_model_content(event, text_only, out)
-                else:
+                if parts and content is not None and speaks_to_user(event, content):
+                    # Only calls: nothing to send (no empty step).
+                    if text_only := [p for p in parts if not p.function_call]:
+                        self._convert_model_content(event, text_only, out)
+                elif parts:
                     self._convert_tool_results(event, parts, out, skip=introduced)
+                self._read_event_parts(event, out)  # held back as the event's text was
         return out
 
     def approval_request(
@@ -328,6 +337,18 @@ class StreamProtocolConverter:
         out.extend(call_chunks(call_id, call.name or "unknown", call.args or {}))
         if call_id in long_running:
             self._awaiting_client.add(call_id)
+
+    # -- what else a final event carries: the parts read through the hook ----------------------
+
+    def _read_event_parts(self, event: Event, out: list[BaseChunk]) -> None:
+        for part in self._event_parts:
+            chunks = part.chunks(event)
+            if not chunks:
+                continue
+            # Where the event's own chunks went (a tool's widget beside its output, in the
+            # step of its call or, in a continuation, with no step of its own), after its text.
+            out.extend(self._blocks.close())
+            out.extend(chunks)
 
     # -- tool results -----------------------------------------------------------------------------
 

@@ -461,6 +461,16 @@ def test_replay_delivers_text_and_results_of_earlier_calls_only() -> None:
     assert replayed[3]["delta"] == "Paid Alice. Now Bob."
 
 
+def test_replay_opens_no_empty_step_for_an_event_that_held_only_calls() -> None:
+    held = [
+        tool_event(("old", "process_payment", {"success": True})),
+        model_event(call("new", "process_payment", amount=20)),
+    ]
+    converter = StreamProtocolConverter(message_id="m", id_prefix="t")
+    replayed = wire_of(converter.replay([held]))
+    assert types_of(replayed) == ["tool-output-available"]
+
+
 def test_rearm_hands_a_call_back_without_a_step() -> None:
     converter = StreamProtocolConverter(message_id="m")
     chunks = converter.start() + converter.rearm("c1", "get_location", {}) + converter.finish()

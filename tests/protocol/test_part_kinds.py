@@ -1,8 +1,9 @@
 """The part kinds (``protocol/parts/``) and the client table (``protocol/clients.py``),
 docs/adr/0059: the registry, the request's part union and the chunk catalogue agree; each
-chunk type a client has is folded by exactly one kind (or by the message itself); what ai 6
-and ai 7 do differently is read from the table; and a recording made for ai 7 is sent to an
-ai 6 client as its strict schema accepts it."""
+chunk type a client has is folded by exactly one kind (or by the message itself); the
+converter reaches the parts made from ADK event content through its hook only (docs/adr/0062);
+what ai 6 and ai 7 do differently is read from the table; and a recording made for ai 7 is
+sent to an ai 6 client as its strict schema accepts it."""
 
 from __future__ import annotations
 
@@ -21,8 +22,9 @@ from adk_stream_protocol.protocol import chunks as c
 from adk_stream_protocol.protocol.clients import AI6, AI7, client_for, downgraded
 from adk_stream_protocol.protocol.converter import StreamProtocolConverter
 from adk_stream_protocol.protocol.message_fold import MessageFold
-from adk_stream_protocol.protocol.parts.base import PartKind
+from adk_stream_protocol.protocol.parts.base import EventPart, PartKind
 from adk_stream_protocol.protocol.parts.kinds import (
+    EVENT_PARTS,
     PART_KINDS,
     PART_TAGS,
     UIMessagePart,
@@ -34,6 +36,7 @@ from adk_stream_protocol.testing_client import assistant_message
 from bench.converter import adk_events
 from tests.protocol.test_converter import model_event, text
 from tests.support.rig import assert_strict_chunk
+from tests.test_layout import import_graph
 
 # The chunks the message folds itself: they change the message, not one of its parts.
 MESSAGE_CHUNKS = {"start", "finish", "message-metadata", "error", "abort"}
@@ -66,6 +69,17 @@ def test_every_part_type_has_one_kind() -> None:
     assert kind_of("tool-weather") is Tools and kind_of("dynamic-tool") is Tools
     assert kind_of("step-start") is Steps
     assert kind_of("no-such-part") is None
+
+
+def test_the_converter_reads_each_event_part_through_the_registry_and_names_none() -> None:
+    """A part made from ADK event content is its module and its entry in ``EVENT_PARTS``:
+    the converter imports no such module."""
+    assert EVENT_PARTS and len(set(EVENT_PARTS)) == len(EVENT_PARTS)
+    converter = import_graph()["adk_stream_protocol.protocol.converter"]
+    for part in EVENT_PARTS:
+        assert issubclass(part, EventPart) and part is not EventPart
+        assert part.__module__ not in converter, f"the converter imports {part.__module__}"
+    assert "adk_stream_protocol.protocol.parts.kinds" in converter
 
 
 def fold_tables() -> tuple[dict[str, PartKind], dict[str, PartKind]]:

@@ -6,7 +6,8 @@ table (README, "Every ADK feature on every transport"):
 - ``live``: our ``/live?chatId=`` socket (``message`` frames, ``run_live``).
 
 Each request carries the whole chat; approvals and browser outputs continue the assistant
-message, as the stock helpers do. Every response is checked against what the AI SDK client
+message, as the stock helpers do, and each response is folded onto the message the page holds
+(``MessageFold``), as the client folds it. Every response is checked against what the AI SDK client
 requires (``assert_valid_stream``: ai 7's chunk set on ``ai7``, the portable one elsewhere),
 and the chat keeps every call's id.
 """
@@ -52,7 +53,6 @@ class TableChat:
         self.transport = transport
         self.chat_id = chat_id or f"{transport}-{uuid.uuid4().hex[:10]}"
         self.messages: list[dict[str, Any]] = []
-        self._responses: list[list[dict[str, Any]]] = []  # those of the last assistant message
         self._socket: InProcessSocket | None = None
         # The browser's outputs, by call: the page keeps them on their parts (no chunk does).
         self._outputs: dict[str, Any] = {}
@@ -69,7 +69,6 @@ class TableChat:
         number = sum(m["role"] == "user" for m in self.messages) + 1
         parts = [{"type": "text", "text": text}]
         self.messages.append({"id": f"user-{number}", "role": "user", "parts": parts})
-        self._responses = []
         return self._request()
 
     def approve(self, *decisions: bool) -> ChatResponse:
@@ -142,7 +141,6 @@ class TableChat:
         """``regenerate()``: the last answer dropped, the last user message answered again."""
         if self.messages[-1]["role"] == "assistant":
             self.messages.pop()
-        self._responses = []
         return self._request(trigger="regenerate-message")
 
     def edit(self, index: int, text: str) -> ChatResponse:
@@ -151,14 +149,12 @@ class TableChat:
         edited = self.messages[index]
         assert edited["role"] == "user", edited
         self.messages[index:] = [{**edited, "parts": [{"type": "text", "text": text}]}]
-        self._responses = []
         return self._request(message_id=edited["id"])
 
     def reload(self) -> None:
         """A page reload: the socket goes, and the chat is what ``GET /chats/{chatId}`` gives
         back (the page builds ``useChat({ id, messages })`` from it). The read waits until the
-        server has let the old socket go, as a page takes a moment to load. A message
-        continued after this is rebuilt from the responses after it."""
+        server has let the old socket go, as a page takes a moment to load."""
         if self._socket is not None:
             self.close()
             if self.transport == "live":  # the socket's shutdown ends with the chat's lease
@@ -172,7 +168,6 @@ class TableChat:
         response = self.http.get(f"/chats/{quote(self.chat_id, safe='')}")
         assert response.status_code == 200, response.text
         self.messages = response.json()["messages"]
-        self._responses = []
 
     def resume(self, started: Callable[[], None] = lambda: None) -> list[dict[str, Any]]:
         """``useChat({ resume: true })``: the chat's active response, or ``[]`` for none;
@@ -223,18 +218,15 @@ class TableChat:
             chunks = self._read_ai7(request_id)
         self._note_calls(chunks)
         ai_sdk: AiSdkVersion = 7 if self.transport == "ai7" else 6
-        if self.messages[-1]["role"] == "assistant" and not self._responses:
-            # A message read back (a reload): continued as the client folds a response onto it.
+        if self.messages[-1]["role"] == "assistant":
+            # A continuation (or a message read back): folded onto the message as the page
+            # holds it, with the approvals and outputs it added, as the client folds it.
             fold = MessageFold(self.messages, ai_sdk=ai_sdk, message_id=self.messages[-1]["id"])
             self.messages = copy.deepcopy(fold.apply_all(chunks))
             message = self._apply_outputs(self.messages[-1])
             return ChatResponse(200, json.dumps(chunks), chunks, message)
-        self._responses.append(chunks)
-        message = self._apply_outputs(assistant_message(*self._responses, ai_sdk=ai_sdk))
-        if self.messages[-1]["role"] == "assistant":
-            self.messages[-1] = message
-        else:
-            self.messages.append(message)
+        message = self._apply_outputs(assistant_message(chunks, ai_sdk=ai_sdk))
+        self.messages.append(message)
         return ChatResponse(200, json.dumps(chunks), chunks, message)
 
     def _apply_outputs(self, message: dict[str, Any]) -> dict[str, Any]:

@@ -1,12 +1,14 @@
-"""What every part kind has (``PartKind``), and what the kinds' folds share with the message
-fold: the message they change, JavaScript's ``undefined`` in JSON terms, the current step, and
-the client's refusal to read on (docs/adr/0059-part-kinds.md)."""
+"""What every part kind has (``PartKind``), what the kinds' folds share with the message fold
+(the message they change, JavaScript's ``undefined`` in JSON terms, the current step, and the
+client's refusal to read on; docs/adr/0059-part-kinds.md), and the converter's hook for the
+parts made from ADK event content (``EventPart``, docs/adr/0062-event-parts.md)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Protocol, TypeAlias
 
+from google.adk.events import Event
 from google.genai import types
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
@@ -110,8 +112,9 @@ class PartKind:
     rebuilds its chunks and what a user's part gives the model. An instance is the kind's
     share of one response's fold (``MessageFold``): the chunk types it folds, each onto the
     message the fold passes it, with what it keeps open between them. How ADK content becomes
-    the kind's chunks is the module's own functions, which the converter calls: an ADK event
-    may hold several kinds."""
+    the kind's chunks is the module's own: an ``EventPart`` for content an event carries beside
+    its text and calls, or functions the converter calls where the event's order needs them
+    (text, calls, results, files, sources)."""
 
     # The part types of the kind; a family of them by prefix ("tool-", "data-").
     part_types: ClassVar[tuple[str, ...]] = ()
@@ -151,3 +154,25 @@ class PartKind:
         """What a user's part of this kind gives the model, as ADK parts, and what of it is
         left out (named for a log, never its content): by default the part only shows."""
         return [], [part.type]
+
+
+class EventPart:
+    """A part made from ADK event content, through the converter's one hook for it
+    (docs/adr/0062-event-parts.md). Subclasses are listed in ``kinds.py`` (``EVENT_PARTS``).
+
+    The converter makes one instance per response, for the response's client (which chunk
+    types it accepts: ``client.accepts``), and calls ``chunks`` with each final (non-partial)
+    event it converts, and with each event a paused continuation held back when a later
+    response sends what was held. What it returns goes out right after the chunks of the
+    event's own content, in the step they went to (none is opened for it: a tool's result in a
+    continuation has none), the open text and reasoning closed first. A partial event is never
+    read: the final event repeats its content, and a delta's path stays as it is
+    (docs/adr/0050). A ``data-*`` part needs no ``PartKind`` of its own: ``Data`` folds and
+    rebuilds every one."""
+
+    def __init__(self, client: AiSdkClient) -> None:
+        self.client = client
+
+    def chunks(self, event: Event) -> list[BaseChunk]:
+        """The chunks of this kind's parts in ``event`` (most events have none)."""
+        return []

@@ -1,9 +1,12 @@
 """The part kinds of a UI message, listed once (docs/adr/0059-part-kinds.md): the message
 fold takes each chunk type to its kind, ``message_chunks`` each part type, ``inputs`` each
-request part, and the request's part union holds their models.
+request part, and the request's part union holds their models; the converter reads each
+final ADK event through every ``EVENT_PARTS`` entry (docs/adr/0062-event-parts.md).
 
-A new kind is a module of ``parts/`` and one entry here, in ``PART_KINDS`` and in
-``UIMessagePart`` (in the same order: tests/protocol/test_part_kinds.py holds them together).
+A new kind is a module of ``parts/`` and one entry here: in ``PART_KINDS`` and in
+``UIMessagePart`` (in the same order: tests/protocol/test_part_kinds.py holds them together)
+for a part type of its own, in ``EVENT_PARTS`` for one made from ADK event content (a
+``data-*`` part made from ADK needs only that one).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Annotated, Any, TypeAlias
 
 from pydantic import Discriminator, Tag
 
-from adk_stream_protocol.protocol.parts.base import PartKind, UIPart
+from adk_stream_protocol.protocol.parts.base import EventPart, PartKind, UIPart
 from adk_stream_protocol.protocol.parts.custom import Custom, CustomUIPart
 from adk_stream_protocol.protocol.parts.data import Data, DataUIPart
 from adk_stream_protocol.protocol.parts.files import (
@@ -32,6 +35,7 @@ from adk_stream_protocol.protocol.parts.steering import Steering, SteeringMessag
 from adk_stream_protocol.protocol.parts.steps import Steps, StepStartUIPart
 from adk_stream_protocol.protocol.parts.text import Reasoning, ReasoningUIPart, Text, TextUIPart
 from adk_stream_protocol.protocol.parts.tools import DynamicToolUIPart, Tools, ToolUIPart
+from adk_stream_protocol.protocol.parts.ui_widgets import UiWidgets
 
 PART_KINDS: tuple[type[PartKind], ...] = (
     Text,
@@ -45,6 +49,10 @@ PART_KINDS: tuple[type[PartKind], ...] = (
     ReasoningFiles,
     Steering,
 )
+
+# The parts made from ADK event content through the converter's hook, in the order their
+# chunks follow an event's own.
+EVENT_PARTS: tuple[type[EventPart], ...] = (UiWidgets,)
 
 # Part type -> its kind; and the families by prefix, each with its tag in the union below
 # ("tool-" parts are tagged "tool").
