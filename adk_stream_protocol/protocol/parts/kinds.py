@@ -26,6 +26,7 @@ from adk_stream_protocol.protocol.parts.files import (
     ReasoningFiles,
     ReasoningFileUIPart,
 )
+from adk_stream_protocol.protocol.parts.node_outputs import NodeOutputs
 from adk_stream_protocol.protocol.parts.sources import (
     SourceDocumentUIPart,
     Sources,
@@ -52,7 +53,10 @@ PART_KINDS: tuple[type[PartKind], ...] = (
 
 # The parts made from ADK event content through the converter's hook, in the order their
 # chunks follow an event's own.
-EVENT_PARTS: tuple[type[EventPart], ...] = (UiWidgets,)
+EVENT_PARTS: tuple[type[EventPart], ...] = (
+    UiWidgets,
+    NodeOutputs,
+)
 
 # Part type -> its kind; and the families by prefix, each with its tag in the union below
 # ("tool-" parts are tagged "tool").
