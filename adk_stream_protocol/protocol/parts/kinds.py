@@ -27,6 +27,7 @@ from adk_stream_protocol.protocol.parts.files import (
     ReasoningFileUIPart,
 )
 from adk_stream_protocol.protocol.parts.node_outputs import NodeOutputs
+from adk_stream_protocol.protocol.parts.routes import Routes
 from adk_stream_protocol.protocol.parts.sources import (
     SourceDocumentUIPart,
     Sources,
@@ -56,6 +57,7 @@ PART_KINDS: tuple[type[PartKind], ...] = (
 EVENT_PARTS: tuple[type[EventPart], ...] = (
     UiWidgets,
     NodeOutputs,
+    Routes,
 )
 
 # Part type -> its kind; and the families by prefix, each with its tag in the union below
