@@ -38,6 +38,7 @@ from adk_stream_protocol.protocol.parts.steps import Steps, StepStartUIPart
 from adk_stream_protocol.protocol.parts.text import Reasoning, ReasoningUIPart, Text, TextUIPart
 from adk_stream_protocol.protocol.parts.tools import DynamicToolUIPart, Tools, ToolUIPart
 from adk_stream_protocol.protocol.parts.ui_widgets import UiWidgets
+from adk_stream_protocol.protocol.parts.workflow_nodes import WorkflowNodes
 
 PART_KINDS: tuple[type[PartKind], ...] = (
     Text,
@@ -56,6 +57,7 @@ PART_KINDS: tuple[type[PartKind], ...] = (
 # chunks follow an event's own.
 EVENT_PARTS: tuple[type[EventPart], ...] = (
     UiWidgets,
+    WorkflowNodes,
     NodeOutputs,
     Routes,
 )
