@@ -17,12 +17,20 @@ from google.adk.events import Event
 
 from adk_stream_protocol.foundation.identity import LOCAL_USER
 from adk_stream_protocol.testing import ChatResponse, serve_agent, settings_for_tests
-from tests.support.agents.workflow_agents import fan_out_agent, loop_agent
+from tests.support.agents.workflow_agents import (
+    BRANCH_REPLIES,
+    SKIPPED_REPLY,
+    SUMMARY_REPLY,
+    fan_out_agent,
+    loop_agent,
+    travel_desk,
+)
 from tests.support.rig import (
     HTTP_TIMEOUT,
     InProcessSocket,
     chat_body,
     sse_payloads,
+    text_authors,
     user_message,
     user_turn_texts,
 )
@@ -78,16 +86,47 @@ def test_a_parallel_agent_in_a_sequence_runs_both_branches_then_the_summary(
 
 
 @RUN_ASYNC
-@pytest.mark.xfail(
-    strict=True,
-    reason="the converter merges the deltas of two branches that stream at once into one "
-    "text part, and drops one branch's aggregate",
-)
 def test_each_branch_of_a_parallel_agent_answers_in_a_text_part_of_its_own(
     serve: Callable[[BaseAgent], TableChat],
 ) -> None:
-    planned = serve(fan_out_agent()).send("plan my trip")
-    assert sorted(_texts(planned)[:2]) == ["Flights found.", "Hotels found."]
+    """The branches stream at once (their deltas interleave on the wire), yet each branch's
+    reply is one text part, whole and once, and the summary comes last (before: one text
+    part held both branches' words mixed, and one branch's reply was lost)."""
+    chat = serve(travel_desk())
+    planned = chat.send("plan my weekend in Lisbon")
+    assert planned.errors == [], planned.chunks
+    texts = _texts(planned)
+    assert sorted(texts[:3]) == sorted([*BRANCH_REPLIES.values(), SKIPPED_REPLY])
+    assert texts[3:] == [SUMMARY_REPLY]
+    starts = [c["id"] for c in planned.of_type("text-start")]
+    deltas = [c["id"] for c in planned.of_type("text-delta")]
+    assert deltas != sorted(deltas, key=starts.index), "the branches did not interleave"
+
+
+@RUN_ASYNC
+def test_the_agent_of_each_branchs_text_part_is_named_before_it(
+    serve: Callable[[BaseAgent], TableChat],
+) -> None:
+    """Who answered, per part: the ``data-agent`` part last before each text part names the
+    branch (or the summary) that said it, also after a reload."""
+    chat = serve(travel_desk())
+    planned = chat.send("plan my weekend in Lisbon")
+    said = {**BRANCH_REPLIES, "cars": SKIPPED_REPLY, "summary": SUMMARY_REPLY}
+    assert planned.message is not None
+    assert text_authors(planned.message["parts"]) == {text: name for name, text in said.items()}
+    # One name per part: another branch's words in between name no one again.
+    assert len(planned.of_type("data-agent")) == len(said)
+    chat.reload()
+    assert chat.messages[-1]["parts"] == planned.message["parts"]
+
+
+@RUN_ASYNC
+def test_a_branch_its_callback_skips_shows_the_callbacks_reply(
+    serve: Callable[[BaseAgent], TableChat],
+) -> None:
+    planned = serve(travel_desk()).send("plan my weekend in Lisbon")
+    assert _texts(planned).count(SKIPPED_REPLY) == 1
+    assert "A car is waiting at the airport." not in _texts(planned)
 
 
 @RUN_ASYNC

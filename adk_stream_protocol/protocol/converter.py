@@ -112,9 +112,9 @@ class StreamProtocolConverter:
         self._sources = ResponseSources()
         # The parts made from an event's other content, each read through the hook.
         self._event_parts = tuple(part(self._client) for part in EVENT_PARTS)
-        # Text or thoughts streamed since the last non-partial model event: that event
-        # repeats them, so its text parts are skipped.
-        self._streamed_since_final = False
+        # The voices (ResponseBlocks) that streamed text or thoughts since their last
+        # non-partial model event: that event repeats them, so its text parts are skipped.
+        self._streamed: set[str | None] = set()
 
         self._transcripts = LiveTranscripts(self._steps, self._blocks)
 
@@ -146,6 +146,7 @@ class StreamProtocolConverter:
             return []
         out: list[BaseChunk] = []
         partial, grounding = event.partial, event.grounding_metadata  # read once: hot path
+        self._blocks.speak_as(event.branch)  # a parallel branch streams in a voice of its own
         self._usage.observe(event)
         if grounding is not None:
             self._blocks.ground(grounding)
@@ -156,7 +157,7 @@ class StreamProtocolConverter:
         content = event.content
         if content is not None and (parts := content.parts):
             if partial:
-                self._convert_partial(parts, out)
+                self._convert_partial(event.branch, parts, out)
             elif speaks_to_user(event, content):
                 self._convert_model_content(event, parts, out)
             else:
@@ -187,6 +188,7 @@ class StreamProtocolConverter:
             for event in events:
                 if event.partial:
                     continue
+                self._blocks.speak_as(event.branch)
                 content = event.content
                 parts = content.parts if content is not None and content.parts else []
                 if parts and content is not None and speaks_to_user(event, content):
@@ -230,7 +232,7 @@ class StreamProtocolConverter:
         the derived finish reason, e.g. ``other`` for an interrupted live turn)."""
         if self._finished:
             return []
-        out = self._blocks.close()
+        out = self._blocks.close_all()
         if self._steps.after_tool_results and not self._errored and not self._awaiting_client:
             # The response ends right after tool results. An empty step after them keeps the
             # stock `lastAssistantMessageIsCompleteWithToolCalls` from resubmitting forever.
@@ -255,7 +257,7 @@ class StreamProtocolConverter:
                 reference = new_error_reference()
                 log_error(reference, type(exc).__name__, str(exc), exc)
                 error_text = self._error_text(type(exc).__name__, str(exc), reference)
-            out.extend(self._blocks.close())
+            out.extend(self._blocks.close_all())
             out.append(ErrorChunk(error_text=error_text))
             self._errored = True
         out.extend(self.finish())
@@ -263,7 +265,9 @@ class StreamProtocolConverter:
 
     # -- partial events: streamed text and thoughts -------------------------------------------
 
-    def _convert_partial(self, parts: list[types.Part], out: list[BaseChunk]) -> None:
+    def _convert_partial(
+        self, voice: str | None, parts: list[types.Part], out: list[BaseChunk]
+    ) -> None:
         blocks, steps = self._blocks, self._steps
         for part in parts:
             inline = part.inline_data
@@ -279,7 +283,7 @@ class StreamProtocolConverter:
                 blocks.reasoning_delta(text, out)
             else:
                 blocks.text_delta(text, out)
-            self._streamed_since_final = True
+            self._streamed.add(voice)
 
     # -- non-partial model events ---------------------------------------------------------------
 
@@ -292,8 +296,8 @@ class StreamProtocolConverter:
             self._steps.ensure(out)
             out.extend(inline_data_chunk(p.inline_data) for p in parts if p.inline_data)
             return
-        skip_text = self._streamed_since_final
-        self._streamed_since_final = False
+        skip_text = event.branch in self._streamed
+        self._streamed.discard(event.branch)
         out.extend(self._blocks.close())
         long_running = set(event.long_running_tool_ids or ())
         for part in parts:
@@ -388,7 +392,7 @@ class StreamProtocolConverter:
         logger.info("run aborted code=%s", ABORTED_CODE)
         # ai 7 knows a stopped answer, and does not resend it automatically.
         self._usage.finish_reason = self._client.stopped_reason
-        out = self._blocks.close()
+        out = self._blocks.close_all()
         out.append(AbortChunk())
         return out
 
@@ -398,7 +402,7 @@ class StreamProtocolConverter:
         self._errored = True
         reference = new_error_reference()
         log_error(reference, code, message)
-        out = self._blocks.close()
+        out = self._blocks.close_all()
         out.append(ErrorChunk(error_text=self._error_text(code, message, reference)))
         return out
 

@@ -24,20 +24,40 @@ from adk_stream_protocol.protocol.chunks import (
     DataChunk,
     ErrorChunk,
     FinishStepChunk,
+    ReasoningDeltaChunk,
     ReasoningEndChunk,
     StartStepChunk,
+    TextDeltaChunk,
     TextEndChunk,
+    ToolApprovalRequestChunk,
+    ToolApprovalResponseChunk,
+    ToolInputAvailableChunk,
+    ToolInputDeltaChunk,
+    ToolOutputAvailableChunk,
+    ToolOutputDeniedChunk,
+    ToolOutputErrorChunk,
 )
 
 AGENT_PART = "data-agent"
 
-# What closes the previous agent's blocks or steps, or opens a step: the author's first part
-# comes after these. Errors and aborts are no part of a message.
+# What starts no part of its author's: what closes the previous agent's blocks or steps, or
+# opens a step (the author's first part comes after these); what goes on with a part already
+# made (a delta, a call's input made whole, its result or approval: a parallel branch's words
+# and results come between another branch's); errors and aborts, no part of a message.
 _NOT_A_PART = (
     TextEndChunk,
     ReasoningEndChunk,
     FinishStepChunk,
     StartStepChunk,
+    TextDeltaChunk,
+    ReasoningDeltaChunk,
+    ToolInputDeltaChunk,
+    ToolInputAvailableChunk,
+    ToolOutputAvailableChunk,
+    ToolOutputErrorChunk,
+    ToolOutputDeniedChunk,
+    ToolApprovalRequestChunk,
+    ToolApprovalResponseChunk,
     ErrorChunk,
     AbortChunk,
 )

@@ -122,6 +122,70 @@ def test_live_partials_with_fresh_ids_are_not_duplicated() -> None:
     assert "".join(c["delta"] for c in chunks if c["type"] == "text-delta") == "Hi you"
 
 
+def branch_event(branch: str, *parts: types.Part, partial: bool = True) -> Event:
+    """An event of one branch of a ``ParallelAgent`` (ADK names the branch by its path)."""
+    return Event(
+        author=branch,
+        invocation_id="e-1",
+        partial=partial,
+        branch=f"research.{branch}",
+        content=types.Content(role="model", parts=list(parts)),
+    )
+
+
+def test_parallel_branches_that_stream_at_once_each_get_their_own_blocks() -> None:
+    """Interleaved deltas of two branches go to two text parts; each branch's aggregate
+    repeats only its own words; a branch's thought and text are its own blocks too."""
+    chunks = run(
+        [
+            branch_event("flights", text("Checking fares", thought=True)),
+            branch_event("hotels", text("Three ")),
+            branch_event("flights", text("Two ")),
+            branch_event("hotels", text("hotels.")),
+            branch_event("flights", text("flights.")),
+            branch_event("hotels", text("Three hotels."), partial=False),
+            branch_event("flights", text("Two flights."), partial=False),
+            model_event(text("Both found.")),
+        ]
+    )
+    texts: dict[str, str] = {}
+    for chunk in chunks:
+        if chunk["type"] == "text-delta":
+            texts[chunk["id"]] = texts.get(chunk["id"], "") + chunk["delta"]
+    assert list(texts.values()) == ["Three hotels.", "Two flights.", "Both found."]
+    reasoning = [c for c in chunks if c["type"].startswith("reasoning-")]
+    assert [c["type"] for c in reasoning] == ["reasoning-start", "reasoning-delta", "reasoning-end"]
+    # Each block ends once, after its last delta and before the next step or the end.
+    for block_id in texts:
+        kinds = [c["type"] for c in chunks if c.get("id") == block_id]
+        assert kinds[0] == "text-start" and kinds[-1] == "text-end" and kinds.count("text-end") == 1
+    assert types_of(chunks)[-2:] == ["finish-step", "finish"]
+
+
+def test_a_step_that_ends_while_branches_stream_ends_every_branchs_blocks() -> None:
+    """ai 6 forgets open blocks at a step's end: tool results of one branch close the other's
+    text before the next step opens, and its next words open a new block."""
+    chunks = run(
+        [
+            branch_event("hotels", text("Three ")),
+            branch_event("flights", call("c1", "find_flights"), partial=False),
+            tool_event(("c1", "find_flights", {"found": 2}), branch="research.flights"),
+            branch_event("flights", text("Two flights.")),
+            branch_event("hotels", text("hotels.")),
+        ]
+    )
+    open_blocks: set[str] = set()
+    for chunk in chunks:
+        if chunk["type"] == "text-start":
+            open_blocks.add(chunk["id"])
+        elif chunk["type"] == "text-end":
+            open_blocks.discard(chunk["id"])
+        elif chunk["type"] in ("finish-step", "start-step"):
+            assert open_blocks == set(), chunk
+        elif chunk["type"] == "text-delta":
+            assert chunk["id"] in open_blocks
+
+
 def test_reasoning_then_text_get_separate_blocks() -> None:
     chunks = run(
         [

@@ -663,6 +663,19 @@ def assistant_message(*responses: StreamResult) -> dict[str, Any]:
     return testing.assistant_message(*(response.chunks for response in responses))
 
 
+def text_authors(parts: list[dict[str, Any]]) -> dict[str, str]:
+    """Each text part's text, with the agent that said it: the name of the ``data-agent`` part
+    last before it (README, "Who answered")."""
+    authors: dict[str, str] = {}
+    agent = ""
+    for part in parts:
+        if part["type"] == "data-agent":
+            agent = part["data"]["name"]
+        elif part["type"] == "text":
+            authors[part["text"]] = agent
+    return authors
+
+
 def tool_call_ids(message: dict[str, Any], tool_name: str) -> list[str]:
     return [p["toolCallId"] for p in message["parts"] if p["type"] == f"tool-{tool_name}"]
 

@@ -50,7 +50,7 @@ class ResponseSteps:
             out.extend(self.new())
 
     def new(self) -> list[BaseChunk]:
-        out = self._blocks.close()
+        out = self._blocks.close_all()
         if self.open:
             out.append(_finish_step())
         out.append(built(StartStepChunk, {"type": "start-step"}, set()))

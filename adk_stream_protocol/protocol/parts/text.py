@@ -1,7 +1,8 @@
 """Text and reasoning parts: blocks that stream (``*-start``, deltas, ``*-end``).
 
 - From ADK: ``ResponseBlocks`` keeps a response's open text and reasoning blocks (at most one
-  of each, the other closed when one opens) and their ids, ``{kind}_{prefix}_{n}``: unique in
+  of each per voice, the other closed when one opens; a ``ParallelAgent``'s branches stream
+  at once, each in a voice of its own) and their ids, ``{kind}_{prefix}_{n}``: unique in
   the response, and across responses through the prefix. What every streamed word makes, so
   its chunks are built without validation (``built``, docs/adr/0050): our own ids and the
   model's text (a ``str``, as google-genai's ``Part`` validated it). On ai 7 a text's end
@@ -16,6 +17,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, TypeVar
 
 from google.genai import types
@@ -61,66 +63,99 @@ def _delta(cls: type[Delta], kind: str, block_id: str, text: str) -> Delta:
     return built(cls, fields, {"id", "delta"})
 
 
+@dataclass
+class _Voice:
+    """The open blocks of one voice of a response: its text and reasoning, their ids."""
+
+    text_id: str | None = None
+    text: str = ""  # the open text block's text, for its citations
+    grounding: types.GroundingMetadata | None = None  # seen while the text was open
+    reasoning_id: str | None = None
+
+
 class ResponseBlocks:
-    """The open text and reasoning blocks of one response, and their ids."""
+    """The open text and reasoning blocks of one response, and their ids.
+
+    A response usually speaks with one voice. The branches of a ``ParallelAgent`` stream at
+    once, each with its own voice (the event's ``branch``): each has its own open blocks, so
+    their words interleave on the wire but each branch's text is a part of its own. ``voice``
+    says whose blocks the next calls act on; ``close`` ends the current voice's blocks,
+    ``close_all`` every voice's (a step's end, the response's end, an error)."""
 
     def __init__(self, *, id_prefix: str, client: AiSdkClient) -> None:
         self.id_prefix = id_prefix
         self._counter = 0
-        self._text_id: str | None = None
         self._cites = client.text_end_citations
-        self._text = ""  # the open text block's text, for its citations
-        self._grounding: types.GroundingMetadata | None = None  # seen while the text was open
-        self._reasoning_id: str | None = None
+        self._voices: dict[str | None, _Voice] = {None: _Voice()}
+        self._voice = self._voices[None]
+
+    def speak_as(self, voice: str | None) -> None:
+        """The voice the next blocks belong to (an event's ``branch``; None for the main)."""
+        found = self._voices.get(voice)
+        if found is None:
+            found = self._voices[voice] = _Voice()
+        self._voice = found
 
     def ground(self, grounding: types.GroundingMetadata) -> None:
         """Grounding of the answer: the open text's end cites it, for a client that reads it."""
         if self._cites:
-            self._grounding = grounding
+            self._voice.grounding = grounding
 
     def text_delta(self, text: str, out: list[BaseChunk]) -> None:
-        if self._reasoning_id is not None:
-            out.append(_edge(ReasoningEndChunk, "reasoning-end", self._reasoning_id))
-            self._reasoning_id = None
-        if self._text_id is None:
-            self._text_id = self._next_id("txt")
-            out.append(_edge(TextStartChunk, "text-start", self._text_id))
+        voice = self._voice
+        if voice.reasoning_id is not None:
+            out.append(_edge(ReasoningEndChunk, "reasoning-end", voice.reasoning_id))
+            voice.reasoning_id = None
+        if voice.text_id is None:
+            voice.text_id = self._next_id("txt")
+            out.append(_edge(TextStartChunk, "text-start", voice.text_id))
         if self._cites:
-            self._text += text
-        out.append(_delta(TextDeltaChunk, "text-delta", self._text_id, text))
+            voice.text += text
+        out.append(_delta(TextDeltaChunk, "text-delta", voice.text_id, text))
 
     def reasoning_delta(self, text: str, out: list[BaseChunk]) -> None:
-        if self._text_id is not None:
-            out.append(self._text_end())
-        if self._reasoning_id is None:
-            self._reasoning_id = self._next_id("rsn")
-            out.append(_edge(ReasoningStartChunk, "reasoning-start", self._reasoning_id))
-        out.append(_delta(ReasoningDeltaChunk, "reasoning-delta", self._reasoning_id, text))
+        voice = self._voice
+        if voice.text_id is not None:
+            out.append(self._text_end(voice))
+        if voice.reasoning_id is None:
+            voice.reasoning_id = self._next_id("rsn")
+            out.append(_edge(ReasoningStartChunk, "reasoning-start", voice.reasoning_id))
+        out.append(_delta(ReasoningDeltaChunk, "reasoning-delta", voice.reasoning_id, text))
 
     def close(self) -> list[BaseChunk]:
-        """End the open reasoning and text blocks."""
+        """End the current voice's open reasoning and text blocks."""
+        return self._close(self._voice)
+
+    def close_all(self) -> list[BaseChunk]:
+        """End every voice's open blocks."""
         out: list[BaseChunk] = []
-        if self._reasoning_id is not None:
-            out.append(_edge(ReasoningEndChunk, "reasoning-end", self._reasoning_id))
-            self._reasoning_id = None
-        if self._text_id is not None:
-            out.append(self._text_end())
+        for voice in self._voices.values():
+            out.extend(self._close(voice))
+        return out
+
+    def _close(self, voice: _Voice) -> list[BaseChunk]:
+        out: list[BaseChunk] = []
+        if voice.reasoning_id is not None:
+            out.append(_edge(ReasoningEndChunk, "reasoning-end", voice.reasoning_id))
+            voice.reasoning_id = None
+        if voice.text_id is not None:
+            out.append(self._text_end(voice))
         return out
 
     def _next_id(self, kind: str) -> str:
         self._counter += 1
         return f"{kind}_{self.id_prefix}_{self._counter}"
 
-    def _text_end(self) -> TextEndChunk:
-        assert self._text_id is not None
+    def _text_end(self, voice: _Voice) -> TextEndChunk:
+        assert voice.text_id is not None
         citations: list[Citation] | None = None
-        if self._grounding is not None:
-            citations = citations_of(self._grounding, self._text) or None
+        if voice.grounding is not None:
+            citations = citations_of(voice.grounding, voice.text) or None
         # The citations were validated as citations_of made them.
-        fields: dict[str, Any] = {"type": "text-end", "id": self._text_id}
+        fields: dict[str, Any] = {"type": "text-end", "id": voice.text_id}
         fields.update(provider_metadata=None, citations=citations)
         chunk = built(TextEndChunk, fields, {"id", "citations"})
-        self._text_id, self._text, self._grounding = None, "", None
+        voice.text_id, voice.text, voice.grounding = None, "", None
         return chunk
 
 
