@@ -29,7 +29,7 @@ from adk_stream_protocol.protocol.chunks import (
 from adk_stream_protocol.protocol.converter import StreamProtocolConverter
 from adk_stream_protocol.protocol.shared_state import SharedState
 from adk_stream_protocol.protocol.sse import DONE, encode_event
-from adk_stream_protocol.protocol.step_authors import StepAuthors
+from adk_stream_protocol.protocol.step_authors import StepAuthors, answered_by
 from adk_stream_protocol.store.artifact_files import ChatArtifacts
 from adk_stream_protocol.turns.chat_records import ResponseRecords
 from adk_stream_protocol.turns.deferral import Deferral
@@ -174,7 +174,7 @@ class Response:
         errored = self.converter.errored
         chunks = self.converter.convert(event)
         if self._authors is not None:
-            chunks = self._authors.mark(event.author, chunks)
+            chunks = self._authors.mark(answered_by(event), chunks)
         if self.converter.errored and not errored:
             self.observer.error(error_code(event))
         await self.emit(chunks)

@@ -144,8 +144,8 @@ class Runners:
         # Why `/live?chatId=` refuses this agent, read once from its tree (docs/adr/0063).
         self.live_refusal = live_refusal(live_app.root_agent)
         # Who answered is told only where more than one agent can (docs/adr/0044).
-        self._named_authors = bool(getattr(app.root_agent, "sub_agents", None))
-        self._named_live_authors = bool(getattr(live_app.root_agent, "sub_agents", None))
+        self._named_authors = _answered_by_several(app.root_agent)
+        self._named_live_authors = _answered_by_several(live_app.root_agent)
         self.sessions = ChatSessions(outbox, app.name, outages)
 
     def run_config(self, custom_metadata: dict[str, Any]) -> RunConfig:
@@ -225,6 +225,12 @@ def live_refusal(root: object) -> str | None:
         "Use POST /stream, or ai 7's WebSocketChatTransport on /live (without ?chatId=), "
         "for it."
     )
+
+
+def _answered_by_several(root: object) -> bool:
+    """Whether more than one agent or node can answer under ``root``: it has sub-agents, or
+    it is a graph ``Workflow``, whose nodes answer (docs/adr/0044, 0067)."""
+    return isinstance(root, Workflow) or bool(getattr(root, "sub_agents", None))
 
 
 def _first_not_live(agent: object, seen: set[int]) -> BaseAgent | Workflow | None:

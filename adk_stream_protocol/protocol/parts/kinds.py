@@ -26,6 +26,8 @@ from adk_stream_protocol.protocol.parts.files import (
     ReasoningFiles,
     ReasoningFileUIPart,
 )
+from adk_stream_protocol.protocol.parts.node_outputs import NodeOutputs
+from adk_stream_protocol.protocol.parts.routes import Routes
 from adk_stream_protocol.protocol.parts.sources import (
     SourceDocumentUIPart,
     Sources,
@@ -36,6 +38,7 @@ from adk_stream_protocol.protocol.parts.steps import Steps, StepStartUIPart
 from adk_stream_protocol.protocol.parts.text import Reasoning, ReasoningUIPart, Text, TextUIPart
 from adk_stream_protocol.protocol.parts.tools import DynamicToolUIPart, Tools, ToolUIPart
 from adk_stream_protocol.protocol.parts.ui_widgets import UiWidgets
+from adk_stream_protocol.protocol.parts.workflow_nodes import WorkflowNodes
 
 PART_KINDS: tuple[type[PartKind], ...] = (
     Text,
@@ -52,7 +55,12 @@ PART_KINDS: tuple[type[PartKind], ...] = (
 
 # The parts made from ADK event content through the converter's hook, in the order their
 # chunks follow an event's own.
-EVENT_PARTS: tuple[type[EventPart], ...] = (UiWidgets,)
+EVENT_PARTS: tuple[type[EventPart], ...] = (
+    UiWidgets,
+    WorkflowNodes,
+    NodeOutputs,
+    Routes,
+)
 
 # Part type -> its kind; and the families by prefix, each with its tag in the union below
 # ("tool-" parts are tagged "tool").
