@@ -7,6 +7,7 @@
 - ``apps``: apps with identities as a deployment would plug them in;
 - ``ai7_socket``, ``table_chat``, ``real_client``: clients (ai 7's socket protocol, one chat on
   any transport, the real AI SDK client in Node);
+- ``catalogue``: the scenario catalogue, and the real client's runs of it made once;
 - ``recordings``, ``fold_cases``: recorded and hand-written conversations;
 - ``waiting``: waits on a condition with a deadline, where there is no event to wait on;
 - ``tiers``: which tests are ``fast`` and which ``out_of_process``, and the fast tier's guard;
