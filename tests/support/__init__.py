@@ -2,6 +2,7 @@
 
 - ``rig``: the targets (the app in this process, uvicorn in a thread or a subprocess), SSE
   parsing, the protocol's invariants and the session store read directly;
+- ``forked_servers``: the fork server the rig's uvicorn processes are forked from;
 - ``services``: PostgreSQL and Redis (fixtures, imported by tests/conftest.py);
 - ``agents``: the agents and apps served to the tests, beside the demo;
 - ``apps``: apps with identities as a deployment would plug them in;

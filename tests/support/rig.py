@@ -9,8 +9,8 @@ A test talks to a *target*, one of:
   test needs.
 - ``LiveServer``: the app under real uvicorn on a loopback port, for what crosses the wire
   (the real AI SDK clients, the browser, raw sockets): ``run_server`` starts ``server:app`` in
-  a subprocess, as deployed; ``serve_in_thread`` serves an app built with other settings from
-  a thread of this process.
+  a subprocess, as deployed (forked from the fork server: tests/support/forked_servers.py);
+  ``serve_in_thread`` serves an app built with other settings from a thread of this process.
 
 Both have ``http`` (an httpx client whose base URL is the target), ``db_path`` (the SQLite file
 of the session store, read by ``stored_events``) and ``connect`` (a WebSocket, see
