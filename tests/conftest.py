@@ -6,7 +6,8 @@
   catalogue, the browser, raw sockets, smoke tests);
 - ``servers``: uvicorn servers with other settings (``servers.get(env)``), one per set of
   settings, each served from a thread of this process and shared by every test that asks
-  for the same settings; ``audio_server`` is the one with spoken answers on /live.
+  for the same settings; ``audio_server`` is the one with spoken answers on /live;
+- ``catalogue_runs``: the real client's runs of the scenario catalogue, each made once.
 
 Each test is ``fast`` or ``out_of_process``, and a fast one that starts a process fails
 (tests/support/tiers.py, registered here).
@@ -34,6 +35,7 @@ from tests.support.services import (  # noqa: F401 - fixtures of the tests that 
 
 # Imported where used: under pytest-xdist the controller loads this file too, and runs no test.
 if TYPE_CHECKING:
+    from tests.support.catalogue import CatalogueRuns
     from tests.support.rig import InProcessApp, LiveServer, ServerPool, Target
 
 # Apps in this process leave the collector as it is. At start an app collects all the process
@@ -63,9 +65,10 @@ AUDIO = {"ADK_STREAM_LIVE_MODALITY": "AUDIO"}
 # work on pytest 9: it renames items through an attribute pytest 9 no longer reads.)
 XDIST_GROUPS = {
     "tests/browser/": "browser",
+    # The catalogue's chats in the real client, made once (``catalogue_runs``) for the
+    # scenarios' expectations and the message fold's check.
     "tests/test_scenarios.py": "scenarios",
-    # The message fold's check runs the catalogue's chats once, when its first test needs them.
-    "tests/protocol/test_message_fold.py": "message-fold",
+    "tests/protocol/test_message_fold.py": "scenarios",
     # One private PostgreSQL and Redis, which the tests stop and restart (tests/faults/).
     "tests/faults/": "faults",
     # Module-scoped servers or builds, made once rather than on each worker.
@@ -143,6 +146,16 @@ def servers(
     pool = ServerPool(tmp_path_factory, request)
     yield pool
     pool.close()
+
+
+@pytest.fixture(scope="session")
+@tiers.out_of_process_fixture
+def catalogue_runs(servers: ServerPool) -> CatalogueRuns:
+    """The real client's runs of the scenario catalogue (Node), each made once in this process
+    and read by every test that checks one (tests/support/catalogue.py)."""
+    from tests.support.catalogue import CatalogueRuns
+
+    return CatalogueRuns(servers)
 
 
 @pytest.fixture(scope="session")

@@ -11,82 +11,19 @@ client 7, with the WebSocket transports its `v7Live` names (default: ai 7's stoc
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from adk_stream_protocol.protocol.message_fold import MessageFold
-from adk_stream_protocol.protocol.tool_calls import (
-    DISCONNECTED_RESULT,
-)
-from tests.support.real_client import (
-    CLIENTS,
-    OURS,
-    STOCK,
-    V7,
-    RunningJob,
-    client_job,
-    job_transport,
-    start_jobs,
-    text_of,
-)
-from tests.support.rig import ServerPool
+from adk_stream_protocol.protocol.tool_calls import DISCONNECTED_RESULT
+from tests.support.catalogue import CatalogueRuns, load_scenarios, runs
+from tests.support.real_client import V7, RunningJob, job_transport, text_of
 
 pytestmark = pytest.mark.out_of_process  # the real AI SDK clients (Node) against uvicorn
-
-CATALOGUE = Path(__file__).resolve().parent.parent / "scenarios" / "catalogue"
-TRANSPORTS = ("stream", "live")
-# Client 7 on live: ai 7's own WebSocketChatTransport, and/or ours.
-V7_LIVE = (STOCK, OURS)
-KEYS = {"name", "description", "transports", "clients", "v7Live", "server", "job", "expect"}
-
-
-def load_scenarios() -> list[dict[str, Any]]:
-    scenarios = []
-    for path in sorted(CATALOGUE.glob("*.json")):
-        scenario = json.loads(path.read_text(encoding="utf-8"))
-        scenario.setdefault("name", path.stem)
-        unknown = set(scenario) - KEYS
-        assert not unknown, f"{path.name}: unknown keys {unknown}"
-        clients = scenario.get("clients", CLIENTS)
-        if isinstance(clients, dict):  # by transport
-            assert set(clients) <= set(TRANSPORTS), f"{path.name}: clients {clients}"
-            lists = [("clients", listed, tuple(CLIENTS)) for listed in clients.values()]
-        else:
-            lists = [("clients", clients, tuple(CLIENTS))]
-        lists += [
-            ("transports", scenario.get("transports", TRANSPORTS), TRANSPORTS),
-            ("v7Live", scenario.get("v7Live", V7_LIVE), V7_LIVE),
-        ]
-        for key, listed, allowed in lists:
-            assert listed and set(listed) <= set(allowed), f"{path.name}: {key} {listed}"
-        scenarios.append(scenario)
-    return scenarios
-
-
-def clients_on(scenario: dict[str, Any], transport: str) -> list[str]:
-    """The clients a scenario runs on a transport: ``clients`` is a list for every transport,
-    or an object naming some transports' lists (the others: every client)."""
-    clients = scenario.get("clients", CLIENTS)
-    return list(clients.get(transport, CLIENTS) if isinstance(clients, dict) else clients)
-
-
-def runs(scenario: dict[str, Any]) -> Iterator[tuple[str, str, str | None]]:
-    """(transport, client, WebSocket transport) of every run of a scenario."""
-    for transport in scenario.get("transports", TRANSPORTS):
-        for client in clients_on(scenario, transport):
-            if transport == "stream":
-                yield transport, client, None
-            elif client == V7:
-                for ws in scenario.get("v7Live", [STOCK]):
-                    yield transport, client, ws
-            else:
-                yield transport, client, OURS
 
 
 def cases() -> Iterator[Any]:
@@ -108,26 +45,18 @@ AT_ONCE = 6
 
 
 @pytest.fixture(scope="module")
-def reports(servers: ServerPool, request: pytest.FixtureRequest) -> dict[str, RunningJob]:
-    """The job of every case this run selected, all started when the first case runs
-    (AT_ONCE at a time), by case id."""
+def reports(catalogue_runs: CatalogueRuns, request: pytest.FixtureRequest) -> dict[str, RunningJob]:
+    """The run of every case this run selected, all started when the first case runs
+    (AT_ONCE at a time), by case id; a run the message fold made already is not made again."""
     selected = {
         item.callspec.id
         for item in request.session.items
         if isinstance(item, pytest.Function) and item.originalname == "test_scenario"
     }
-    jobs, ids = [], []
-    for case in cases():
-        if case.id not in selected:
-            continue
-        scenario, transport, client, ws = case.values
-        server = servers.get(scenario.get("server", {}))
-        options = {k: v for k, v in scenario["job"].items() if k != "steps"}
-        steps = scenario["job"]["steps"]
-        live = transport == "live"
-        jobs.append(client_job(server, client, steps, live=live, ws=ws, **options))
-        ids.append(case.id)
-    return dict(zip(ids, start_jobs(jobs, AT_ONCE), strict=True))
+    chosen = [case for case in cases() if case.id in selected]
+    wanted = [(case.values[0], case.values[1:]) for case in chosen]
+    started = catalogue_runs.start(wanted, AT_ONCE)
+    return dict(zip([case.id for case in chosen], started, strict=True))
 
 
 @pytest.mark.parametrize(("scenario", "transport", "client", "ws"), list(cases()))

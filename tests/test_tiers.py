@@ -8,9 +8,11 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+from tests.support.rig import run_server
 from tests.support.tiers import (
     GUARD,
     ProcessInFastTier,
@@ -47,6 +49,18 @@ def test_a_fast_test_cannot_start_an_asyncio_subprocess(guarded: str) -> None:
 
     with pytest.raises(ProcessInFastTier, match=re.escape(guarded)):
         asyncio.run(start())
+    with pytest.raises(pytest.fail.Exception, match=r"subprocess\.Popen"):
+        GUARD.check(guarded)
+
+
+def test_a_fast_test_cannot_start_a_server_from_the_fork_server(
+    guarded: str, tmp_path: Path
+) -> None:
+    """``run_server`` forks its uvicorn from the test process's fork server, which may be
+    running already (started by an out-of-process test on this worker): the fork is refused
+    as a process of the test's own."""
+    with pytest.raises(ProcessInFastTier, match="uvicorn"), run_server(tmp_path):
+        pass  # pragma: no cover - refused before it serves
     with pytest.raises(pytest.fail.Exception, match=r"subprocess\.Popen"):
         GUARD.check(guarded)
 

@@ -25,10 +25,9 @@ import pytest
 
 from adk_stream_protocol.protocol.message_fold import MessageFold
 from adk_stream_protocol.protocol.partial_json import NO_VALUE, fix_json, parse_partial_json
+from tests.support.catalogue import CatalogueRuns, Run, load_scenarios, runs
 from tests.support.fold_cases import CASES, FoldCase
-from tests.support.real_client import V7, client_job, run_real_clients, start_jobs
-from tests.support.rig import ServerPool
-from tests.test_scenarios import load_scenarios, runs
+from tests.support.real_client import V7, run_real_clients
 
 pytestmark = pytest.mark.out_of_process  # the real AI SDK clients and fold-check.mjs, in Node
 
@@ -176,29 +175,22 @@ def all_scenarios() -> list[dict[str, Any]]:
     return [*load_scenarios(), *EXTRA_SCENARIOS]
 
 
-def scenario_runs() -> Iterator[tuple[dict[str, Any], str, str, str | None]]:
+def scenario_runs() -> Iterator[tuple[dict[str, Any], Run]]:
     for scenario in all_scenarios():
-        for transport, client, ws in runs(scenario):
-            if (transport, client) in FOLDED_RUNS:
-                yield scenario, transport, client, ws
+        for run in runs(scenario):
+            if run[:2] in FOLDED_RUNS:
+                yield scenario, run
 
 
 @pytest.fixture(scope="module")
 def scenario_reports(
-    servers: ServerPool,
+    catalogue_runs: CatalogueRuns,
 ) -> dict[str, list[tuple[dict[str, Any], dict[str, Any]]]]:
-    """Each scenario's jobs and reports (one per folded run), all run at once."""
+    """Each scenario's jobs and reports (one per folded run), all run at once; the runs are
+    those tests/test_scenarios.py checks (one process makes each once: the same group)."""
     selected = list(scenario_runs())
-    jobs = []
-    for scenario, transport, client, ws in selected:
-        server = servers.get(scenario.get("server", {}))
-        options = {k: v for k, v in scenario["job"].items() if k != "steps"}
-        live = transport == "live"
-        jobs.append(
-            client_job(server, client, scenario["job"]["steps"], live=live, ws=ws, **options)
-        )
     reports: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
-    for (scenario, *_), job in zip(selected, start_jobs(jobs, AT_ONCE), strict=True):
+    for (scenario, _), job in zip(selected, catalogue_runs.start(selected, AT_ONCE), strict=True):
         reports.setdefault(scenario["name"], []).append((job.job, job.report()))
     return reports
 

@@ -9,8 +9,8 @@ A test talks to a *target*, one of:
   test needs.
 - ``LiveServer``: the app under real uvicorn on a loopback port, for what crosses the wire
   (the real AI SDK clients, the browser, raw sockets): ``run_server`` starts ``server:app`` in
-  a subprocess, as deployed; ``serve_in_thread`` serves an app built with other settings from
-  a thread of this process.
+  a subprocess, as deployed (forked from the fork server: tests/support/forked_servers.py);
+  ``serve_in_thread`` serves an app built with other settings from a thread of this process.
 
 Both have ``http`` (an httpx client whose base URL is the target), ``db_path`` (the SQLite file
 of the session store, read by ``stored_events``) and ``connect`` (a WebSocket, see
@@ -51,6 +51,7 @@ from adk_stream_protocol.store.history import is_user_turn, live_events
 # The package's own (users' tests use them too), offered to the tests from here.
 from adk_stream_protocol.testing import answer_approvals as answer_approvals
 from adk_stream_protocol.testing import sse_payloads as sse_payloads
+from tests.support.forked_servers import fork_uvicorn
 from tests.support.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -215,6 +216,27 @@ class InProcessSocket:
 # -- targets ---------------------------------------------------------------------------------------
 
 
+class ServerProcess(Protocol):
+    """A server's process: a ``subprocess.Popen``, or one the fork server forked
+    (tests/support/forked_servers.py), which offers the same."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def send_signal(self, sig: int) -> None: ...
+
+    def terminate(self) -> None: ...
+
+    def kill(self) -> None: ...
+
+
 @dataclass
 class LiveServer:
     """The app under real uvicorn on a loopback port."""
@@ -223,7 +245,7 @@ class LiveServer:
     db_path: Path
     http: httpx.Client
     log_path: Path | None = None  # a subprocess's output; None for a server in a thread
-    process: subprocess.Popen[bytes] | None = None  # ``run_server``'s uvicorn
+    process: ServerProcess | None = None  # ``run_server``'s uvicorn
 
     def log(self) -> str:
         """What the server process wrote (``run_server`` only; in-process, use ``caplog``)."""
@@ -298,43 +320,42 @@ def run_server(
     as ``--workers 2`` go on its command line).
 
     The listening socket is made here and handed to uvicorn (``--fd``), so no other process
-    can take the port between choosing and binding it.
+    can take the port between choosing and binding it. The process is forked from the test
+    process's fork server, which has imported the package already (a second of CPU less a
+    server: tests/support/forked_servers.py); with ``--workers`` it is a new Python, as
+    uvicorn's workers are anyway.
     """
     sock = listening_socket()
     port = sock.getsockname()[1]
     # Not the collector setting tests/conftest.py gives the apps of the test process: this
     # server runs as deployed.
     inherited = {k: v for k, v in os.environ.items() if k != "ADK_STREAM_GC_FREEZE"}
-    full_env = {k: v for k, v in inherited.items() if k not in _GOOGLE_VARIABLES}
-    full_env.update(
-        {
-            "ADK_STREAM_MODEL": "offline-demo",
-            "ADK_STREAM_SESSION_STORE": f"sqlite:///{workdir / 'sessions.db'}",
-            "ADK_STREAM_PLAYGROUND_DIR": str(PLAYGROUND_DIST),
-            "PYTHONPATH": str(ROOT),
-        }
-    )
-    full_env.update(env or {})
+    base_env = {k: v for k, v in inherited.items() if k not in _GOOGLE_VARIABLES}
+    base_env["PYTHONPATH"] = str(ROOT)
+    full_env = {
+        **base_env,
+        "ADK_STREAM_MODEL": "offline-demo",
+        "ADK_STREAM_SESSION_STORE": f"sqlite:///{workdir / 'sessions.db'}",
+        "ADK_STREAM_PLAYGROUND_DIR": str(PLAYGROUND_DIST),
+        **(env or {}),
+    }
+    args = [app, "--fd", str(sock.fileno()), "--log-level", "info", *uvicorn_args]
     log_path = workdir / "server.log"
+    process: ServerProcess
     with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "uvicorn",
-                app,
-                "--fd",
-                str(sock.fileno()),
-                "--log-level",
-                "info",
-                *uvicorn_args,
-            ],
-            cwd=ROOT,
-            env=full_env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            pass_fds=(sock.fileno(),),
-        )
+        if "--workers" in uvicorn_args:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "uvicorn", *args],
+                cwd=ROOT,
+                env=full_env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                pass_fds=(sock.fileno(),),
+            )
+        else:
+            process = fork_uvicorn(
+                args, env=full_env, cwd=ROOT, stdout=log, listening=sock, fork_env=base_env
+            )
     sock.close()
     base_url = f"http://127.0.0.1:{port}"
     with httpx.Client(base_url=base_url, timeout=HTTP_TIMEOUT) as http:
@@ -419,7 +440,7 @@ def listening_socket() -> socket.socket:
     return sock
 
 
-def stop_process(process: subprocess.Popen[bytes]) -> None:
+def stop_process(process: ServerProcess) -> None:
     """Terminate a server process, killing it if it does not exit within 10 s."""
     process.terminate()
     try:

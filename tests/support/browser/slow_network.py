@@ -108,7 +108,11 @@ class SlowNetwork:
 
     async def _live(self, browser: WebSocket) -> None:
         url = self.upstream.replace("http://", "ws://", 1) + f"/live?{browser.url.query}"
-        async with websockets.connect(url, open_timeout=10) as server:
+        # The server's frames are read as they come (no max_queue) and held here for the
+        # page: a socket the page left is then closed at once. With the client's default
+        # queue, reading stopped once 16 frames waited, and the server's reply to the close
+        # stayed behind them: the proxy's own exit waited out the close timeout (10 s).
+        async with websockets.connect(url, open_timeout=10, max_queue=None) as server:
             await browser.accept()
 
             async def to_server() -> None:
