@@ -204,9 +204,12 @@ class Runners:
     async def rewind(self, session: Session, before_event_id: str) -> None:
         """Rewind a chat to just before one of its events: history, state and artifacts
         (docs/adr/0036, docs/adr/0046)."""
-        await rewind_before_event(
-            self.runner, self.outbox, session, before_event_id, artifacts=self.artifacts
-        )
+        try:
+            await rewind_before_event(
+                self.runner, self.outbox, session, before_event_id, artifacts=self.artifacts
+            )
+        finally:  # the state's repair writes behind the session service (docs/adr/0070)
+            self.sessions.forget(session.user_id, session.id)
 
     async def close(self) -> None:
         await self.runner.close()
