@@ -85,6 +85,21 @@ _LENT: contextvars.ContextVar[_Lent | None] = contextvars.ContextVar(
 )
 
 
+# The compaction events a run stored, for its response to tell the page (``watch_compactions``).
+_COMPACTIONS: contextvars.ContextVar[list[Event] | None] = contextvars.ContextVar(
+    "session_cache_compactions", default=None
+)
+
+
+def watch_compactions() -> list[Event]:
+    """A list that collects each compaction event stored from now on in this context (the
+    run's task, and tasks it starts): ADK's runner stores them after the run's last event
+    without yielding them."""
+    seen: list[Event] = []
+    _COMPACTIONS.set(seen)
+    return seen
+
+
 def revision_of(session: Session) -> Revision:
     return (session.last_update_time, session._storage_update_marker)
 
@@ -112,6 +127,11 @@ class SessionCache(BaseSessionService):
         """Drop the chat's entry: the store was changed behind this cache (a rewind's state
         repair, a fence)."""
         self._drop((app_name, user_id, session_id))
+
+    def cached_events(self, app_name: str, user_id: str, session_id: str) -> list[Event] | None:
+        """The chat's history as last read or written here (no store read), if cached."""
+        entry = self._entries.get((app_name, user_id, session_id))
+        return entry.events if entry is not None else None
 
     @property
     def cached_bytes(self) -> int:
@@ -144,7 +164,8 @@ class SessionCache(BaseSessionService):
         session_id: str,
         config: GetSessionConfig | None = None,
     ) -> Session | None:
-        if not self._enabled:
+        if not self._enabled or (config is not None and config.num_recent_events == 0):
+            # Off, or a read of the session without its history: the store's, as it is.
             return await self.inner.get_session(
                 app_name=app_name, user_id=user_id, session_id=session_id, config=config
             )
@@ -187,7 +208,7 @@ class SessionCache(BaseSessionService):
 
     async def append_event(self, session: Session, event: Event) -> Event:
         if not self._enabled:
-            return await self.inner.append_event(session, event)
+            return _noted(await self.inner.append_event(session, event))
         chat = (session.app_name, session.user_id, session.id)
         before = revision_of(session)
         try:
@@ -198,6 +219,7 @@ class SessionCache(BaseSessionService):
             raise
         if stored.partial:
             return stored  # never stored
+        _noted(stored)
         entry = self._entries.get(chat)
         if entry is None:
             return stored
@@ -290,6 +312,13 @@ class SessionCache(BaseSessionService):
             self._bytes -= entry.size
             self.counts.evictions += 1
             logger.debug("session cache: chat=%s evicted (%d bytes)", chat[2], entry.size)
+
+
+def _noted(event: Event) -> Event:
+    seen = _COMPACTIONS.get()
+    if seen is not None and not event.partial and event.actions.compaction is not None:
+        seen.append(event)
+    return event
 
 
 def _continuation(cached: list[Event], read: list[Event]) -> list[Event] | None:
