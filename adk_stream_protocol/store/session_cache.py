@@ -13,11 +13,11 @@ A newer one (another instance wrote): only the events since the last cached one 
 and they must continue the cached ones (the overlap read again holds the last cached event);
 anything else (a rewrite, a chat deleted and made again) reads the whole history.
 
-A turn's planner reads the chat that way and lends the runner its read (``lend``): the
-runner's ``get_session`` that follows, under the same chat lease, takes the cached events
-without asking the store again. The chat lease keeps every other writer out meanwhile, and a
-writer that lost its lease is still refused: ADK's stale-session check runs on every append
-against the caller's own Session object, which this cache never touches.
+So a turn's planner and its runner share one read of the history: each asks only for the
+session's row (its revision and state: state shared by a user's chats may move under another
+chat's lease), and both get the events this process already holds. A writer that lost its
+lease is still refused: ADK's stale-session check runs on every append against the caller's
+own Session object, which this cache never touches.
 
 Our own appends keep the entry current when it was at the caller's revision; otherwise the
 entry is dropped. Deletes drop it; rewinds and fences drop it (``forget``).
@@ -59,30 +59,14 @@ class _Entry:
 
 
 @dataclass
-class _Lent:
-    """A planner's read, lent once to the runner's next read of the same chat."""
-
-    chat: ChatId
-    used: bool = False
-
-
-@dataclass
 class CacheCounts:
     """What the cache did, for tests and the bench: reads asked of the store by kind."""
 
     revision_reads: int = 0  # the read without events
     incremental_reads: int = 0
     full_reads: int = 0
-    lent_reads: int = 0  # answered from a planner's read, no store read at all
     evictions: int = 0
     by_chat: dict[ChatId, int] = field(default_factory=dict)
-
-
-# The current turn's lent read: a context variable, so that it reaches the runner's task
-# (spawned from the turn's context) and nothing else: another request's read asks the store.
-_LENT: contextvars.ContextVar[_Lent | None] = contextvars.ContextVar(
-    "session_cache_lent", default=None
-)
 
 
 # The compaction events a run stored, for its response to tell the page (``watch_compactions``).
@@ -117,12 +101,6 @@ class SessionCache(BaseSessionService):
         self.counts = CacheCounts()
 
     # -- what the turn uses ---------------------------------------------------------------
-    def lend(self, session: Session) -> None:
-        """The turn planned on this read: the runner's next read of the chat (in this
-        context) takes the cached events without asking the store."""
-        if self._enabled:
-            _LENT.set(_Lent((session.app_name, session.user_id, session.id)))
-
     def forget(self, app_name: str, user_id: str, session_id: str) -> None:
         """Drop the chat's entry: the store was changed behind this cache (a rewind's state
         repair, a fence)."""
@@ -170,14 +148,7 @@ class SessionCache(BaseSessionService):
                 app_name=app_name, user_id=user_id, session_id=session_id, config=config
             )
         chat = (app_name, user_id, session_id)
-        lent = _LENT.get()
         entry = self._entries.get(chat)
-        if lent is not None and not lent.used and lent.chat == chat:
-            lent.used = True
-            if entry is not None:
-                self.counts.lent_reads += 1
-                self._entries.move_to_end(chat)
-                return await self._lent_session(chat, entry, config)
         head = await self.inner.get_session(
             app_name=app_name, user_id=user_id, session_id=session_id, config=_EVENTS_NONE
         )
@@ -231,26 +202,6 @@ class SessionCache(BaseSessionService):
         return stored
 
     # -- inside ---------------------------------------------------------------------------
-    async def _lent_session(
-        self, chat: ChatId, entry: _Entry, config: GetSessionConfig | None
-    ) -> Session | None:
-        # The state comes from the store (cheap: no events); the events from the entry,
-        # which our appends since the planner's read kept current.
-        head = await self.inner.get_session(
-            app_name=chat[0], user_id=chat[1], session_id=chat[2], config=_EVENTS_NONE
-        )
-        if head is None:
-            self._drop(chat)
-            return None
-        if revision_of(head) != entry.revision:
-            events = await self._events(chat, head, entry)
-            if events is None:
-                return None
-            head.events = _window(events, config)
-            return head
-        head.events = _window(entry.events, config)
-        return head
-
     async def _events(
         self, chat: ChatId, head: Session, entry: _Entry | None
     ) -> list[Event] | None:

@@ -173,12 +173,6 @@ class ChatSessions:
         self._outages.up(SESSION_STORE, SESSION_POOL)
         return session
 
-    def lend(self, session: Session) -> None:
-        """The turn planned on ``session``: its run's read of the chat takes it from the
-        cache rather than reading the history again (docs/adr/0070)."""
-        if self.cache is not None:
-            self.cache.lend(session)
-
     def forget(self, user_id: str, chat_id: str) -> None:
         """The chat's store was changed behind the cache (a rewind, a fence): read it anew."""
         if self.cache is not None:

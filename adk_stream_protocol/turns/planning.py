@@ -300,5 +300,4 @@ async def plan_request(
         plan.continuation,
         bool(plan.rewind_before_event_id),
     )
-    sessions.lend(session)  # the run reads no history again (docs/adr/0070)
     return plan, shared_state

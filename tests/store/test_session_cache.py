@@ -115,19 +115,18 @@ async def test_another_instances_write_is_read_as_new_events_only(
     assert _texts(await _read(there, chat)) == ["one", "from the other instance", "and back"]
 
 
-async def test_a_planners_lent_read_still_sees_another_instances_write(
+async def test_a_runners_read_after_the_planners_still_sees_another_instances_write(
     two_services: tuple[BaseSessionService, BaseSessionService],
 ) -> None:
     here_store, there = two_services
     chat = await _new_chat(here_store, ["one"])
     here = SessionCache(here_store, BIG)
-    planned = await _read(here, chat)
-    here.lend(planned)
+    await _read(here, chat)  # the planner's
     other = await _read(there, chat)
     await there.append_event(other, _event("written meanwhile", "agent"))
     runners_read = await _read(here, chat)
-    assert here.counts.lent_reads == 1
     assert _texts(runners_read) == ["one", "written meanwhile"]
+    assert (here.counts.full_reads, here.counts.incremental_reads) == (1, 1)
 
 
 async def test_a_stale_session_is_still_refused(
@@ -143,9 +142,7 @@ async def test_a_stale_session_is_still_refused(
         await here.append_event(stale, _event("too late", "agent"))
     # The refused event is nowhere, and the cache reads what the store holds.
     assert _texts(await _read(here, chat)) == ["one", "the other instance first"]
-    # A session the cache lent is refused just the same once another instance wrote.
-    planned = await _read(here, chat)
-    here.lend(planned)
+    # A session read from the cache is refused just the same once another instance wrote.
     runners = await _read(here, chat)
     other = await _read(there, chat)
     await there.append_event(other, _event("again first", "agent"))

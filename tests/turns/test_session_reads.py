@@ -3,7 +3,8 @@ offline model: on PostgreSQL the SQL statements that read ADK's ``events`` table
 on the app's own engine; on SQLite the reads the app's session cache asks of ADK's service.
 
 A turn reads the whole history once per process (its first turn of the chat), then none of it:
-the planner asks for the session's revision and the runner takes the planner's read. Another
+the planner and the runner each ask only for the session's row (its revision) and share the
+events this process holds. Another
 instance's turn on the same store is seen before this one plans (a regenerate answers the
 other instance's message), read as its new events only.
 """
@@ -108,7 +109,9 @@ def test_on_sqlite_the_service_is_asked_for_the_history_once_per_process(tmp_pat
         _turns(here, chat, 4, history)
         counts = _cache(here).counts
         assert (counts.full_reads, counts.incremental_reads) == (0, 0)
-        assert counts.lent_reads == 4  # each run took its planner's read
+        # Per turn the planner's and the runner's read of the session's row, no more (the
+        # first turn's planner found no chat; the chat made here starts cached: no events).
+        assert counts.revision_reads == 2 * 4
     # A second process on the same file (the first's own turns are new to it).
     with in_process_app(tmp_path) as again:
         _turns(again, chat, 2, history)
