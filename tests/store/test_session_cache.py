@@ -19,7 +19,7 @@ from google.adk.sessions.base_session_service import GetSessionConfig
 from google.genai import types
 
 from adk_stream_protocol.store.session_cache import SessionCache
-from adk_stream_protocol.store.sessions import create_session_service
+from adk_stream_protocol.store.sessions import FENCE_KEY, ChatSessions, create_session_service
 
 APP = "cache-app"
 USER = "u1"
@@ -208,3 +208,20 @@ async def test_off_reads_through(
     await cache.append_event(session, _event("two", "agent"))
     assert _texts(await _read(cache, chat)) == ["one", "two"]
     assert cache.counts.revision_reads == 0 and cache.cached_bytes == 0
+
+
+async def test_a_fenced_takeover_reads_the_chat_anew(
+    two_services: tuple[BaseSessionService, BaseSessionService],
+) -> None:
+    store, _ = two_services
+    chat = await _new_chat(store, ["one"])
+    cache = SessionCache(store, BIG)
+    sessions = ChatSessions(cache, APP)
+    await sessions.open(USER, chat)
+    assert cache.counts.full_reads == 1
+    fenced = await sessions.fence(USER, chat, generation=7)
+    assert cache.counts.full_reads == 2  # what the lapsed holder may have written, read whole
+    assert (fenced.events[-1].custom_metadata or {}).get(FENCE_KEY) == 7
+    again = await sessions.open(USER, chat)
+    assert [e.id for e in again.events] == [e.id for e in (await _read(store, chat)).events]
+    assert cache.counts.full_reads == 2
