@@ -28,7 +28,7 @@ from __future__ import annotations
 import contextvars
 import logging
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from google.adk.events import Event
@@ -66,7 +66,6 @@ class CacheCounts:
     incremental_reads: int = 0
     full_reads: int = 0
     evictions: int = 0
-    by_chat: dict[ChatId, int] = field(default_factory=dict)
 
 
 # The compaction events a run stored, for its response to tell the page (``watch_compactions``).
@@ -223,7 +222,8 @@ class SessionCache(BaseSessionService):
                 self._drop(chat)
                 return None
             added = _continuation(entry.events, newer.events)
-            if added is not None and revision_of(newer) == revision:
+            current = self._entries.get(chat) is entry  # not dropped or replaced meanwhile
+            if current and added is not None and revision_of(newer) == revision:
                 entry.revision = revision
                 self._add(chat, entry, added)
                 self._entries.move_to_end(chat)
@@ -231,7 +231,6 @@ class SessionCache(BaseSessionService):
             # Not a continuation (rewritten, or written again meanwhile): read it whole.
         full = await self.inner.get_session(app_name=chat[0], user_id=chat[1], session_id=chat[2])
         self.counts.full_reads += 1
-        self.counts.by_chat[chat] = self.counts.by_chat.get(chat, 0) + 1
         self._drop(chat)
         if full is None:
             return None
