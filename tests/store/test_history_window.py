@@ -8,7 +8,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from google.adk.agents.invocation_context import InvocationContext
 from google.adk.events import Event
+from google.adk.plugins import BasePlugin
 from google.genai import types
 
 from adk_stream_protocol.foundation.identity import LOCAL_USER
@@ -25,6 +27,20 @@ from tests.support.table_chat import TableChat
 def _text(event: Event) -> str:
     parts = event.content.parts if event.content is not None else None
     return "".join(p.text or "" for p in parts or [])
+
+
+class LoadedEvents(BasePlugin):
+    """How many events each run's session was loaded with, as ADK's runner loaded it."""
+
+    def __init__(self) -> None:
+        super().__init__(name="loaded_events")
+        self.counts: list[int] = []
+
+    async def before_run_callback(
+        self, *, invocation_context: InvocationContext
+    ) -> types.Content | None:
+        self.counts.append(len(invocation_context.session.events))
+        return None
 
 
 def test_a_chat_never_compacted_is_loaded_whole() -> None:
@@ -81,3 +97,27 @@ def test_a_run_loads_from_the_last_compactions_start_with_the_turn_that_waits(
         # And the turn goes on from there.
         assert chat.approve(True).text == "Sent."
         chat.close()
+
+
+def test_the_runner_loads_a_compacted_chat_from_its_window(tmp_path: Path) -> None:
+    """ADK's runner, given the window, loads fewer events turn after turn than the chat holds."""
+    loaded = LoadedEvents()
+    app = compacting_app("sliding", Ledger())
+    app = app.model_copy(update={"plugins": [loaded]})
+    settings = settings_for_tests(session_store=f"sqlite:///{tmp_path / 'sessions.db'}")
+    with serve_agent(app, settings) as client:
+        chat = TableChat(client.http, "stream")
+        for n in range(12):
+            chat.send(f"weather {n}")
+        bridge = bridge_of(client.http.app.state)  # type: ignore[attr-defined]
+        cached = bridge.session_cache.cached_events(
+            bridge.sessions.app_name, LOCAL_USER, chat.chat_id
+        )
+        assert cached is not None
+        chat.close()
+    # Whole before the first compaction (after the second turn; the run's own user message is
+    # in it), bounded after it: the later runs load the same few events while the chat grows.
+    assert loaded.counts[:2] == [1, 3]
+    assert max(loaded.counts[4:]) < 12
+    assert len(cached) > 2 * 12
+    assert loaded.counts[-2:] == loaded.counts[-4:-2]
