@@ -5,6 +5,7 @@ two on one PostgreSQL database); ADK's stale-session check still in force; delet
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -225,3 +226,28 @@ async def test_a_fenced_takeover_reads_the_chat_anew(
     again = await sessions.open(USER, chat)
     assert [e.id for e in again.events] == [e.id for e in (await _read(store, chat)).events]
     assert cache.counts.full_reads == 2
+
+
+async def test_reads_and_writes_at_once_keep_the_entry_and_its_size_right(
+    two_services: tuple[BaseSessionService, BaseSessionService],
+) -> None:
+    here_store, there = two_services
+    chat = await _new_chat(here_store, ["one"])
+    here = SessionCache(here_store, BIG)
+    await _read(here, chat)
+    seen: list[list[str]] = []
+    for n in range(3):
+        other = await _read(there, chat)
+        await there.append_event(other, _event(f"elsewhere {n}", "agent"))
+        mine = await _read(here, chat)
+        # Reads while this instance writes: each read is some revision's whole history.
+        before, _, after = await asyncio.gather(
+            _read(here, chat), here.append_event(mine, _event(f"here {n}")), _read(here, chat)
+        )
+        seen += [_texts(before), _texts(after)]
+    stored = _texts(await _read(there, chat))
+    assert all(texts == stored[: len(texts)] for texts in seen)
+    assert _texts(await _read(here, chat)) == stored
+    cached = here.cached_events(APP, USER, chat)
+    assert cached is not None and [e.content.parts[0].text for e in cached] == stored  # type: ignore[union-attr,index]
+    assert here.cached_bytes == sum(2 * len(e.model_dump_json(exclude_none=True)) for e in cached)
