@@ -133,6 +133,7 @@ class Figure:
     limit: float | None = None  # an absolute bound on ours, in every run (e.g. 0 errors)
     why: str = ""  # the known cause, shown when the goal is missed
     margin: float | None = None  # a bound on ours − theirs, in every run (0: back to baseline)
+    na: str = ""  # why the figure cannot be measured on this version (no values; verdict n/a)
     ours: list[float] = field(default_factory=list)
     theirs: list[float] = field(default_factory=list)
 
@@ -145,6 +146,8 @@ class Figure:
         return [o / t for o, t in zip(self.ours, self.theirs, strict=True) if t]
 
     def verdict(self) -> str:
+        if self.na:
+            return f"n/a: {self.na}"
         if self.margin is not None:
             worst = max((o - t for o, t in zip(self.ours, self.theirs, strict=True)), default=0.0)
             return "met" if worst <= self.margin else f"**missed: {worst:+g} in the worst run**"
