@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import random
 import re
 import sqlite3
 import tempfile
@@ -36,10 +37,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 from google.adk.agents import LlmAgent
+from google.adk.apps.app import App, EventsCompactionConfig
 from google.adk.tools import FunctionTool
 
 from adk_stream_protocol.demo.agent import INSTRUCTION
-from bench.agent import CHAT_PROMPT, MODEL_NAME, bench_records, long_answer, register_bench_model
+from bench.agent import (
+    CHAT_ANSWER_WORDS,
+    CHAT_PROMPT,
+    MODEL_NAME,
+    bench_records,
+    long_answer,
+    register_bench_model,
+)
 
 StoreKind = Literal["sqlite", "postgres"]
 
@@ -64,6 +73,24 @@ def chat_agent() -> LlmAgent:
 
 # What ``ADK_STREAM_AGENT=bench.chat_shape:root_agent`` serves.
 root_agent = chat_agent()
+
+COMPACTION_INTERVAL = 10  # invocations between two compactions (the sliding window)
+
+
+def compacted_app() -> App:
+    """The same agent in an App that compacts its events: a sliding window of
+    ``COMPACTION_INTERVAL`` turns overlapping by one, summarized by the agent's own model."""
+    return App(
+        name=CHAT_AGENT,
+        root_agent=chat_agent(),
+        events_compaction_config=EventsCompactionConfig(
+            compaction_interval=COMPACTION_INTERVAL, overlap_size=1
+        ),
+    )
+
+
+# What ``ADK_STREAM_AGENT=bench.chat_shape:compacted`` serves.
+compacted = compacted_app()
 
 
 def question(label: str) -> str:
@@ -119,6 +146,15 @@ class Store:
         return sum(
             p.stat().st_size for p in self.path.parent.glob(self.path.name + "*") if p.is_file()
         )
+
+
+def compactions(store: Store) -> int:
+    """How many compaction events a SQLite store holds (an event whose actions carry one)."""
+    assert store.path is not None
+    with contextlib.closing(sqlite3.connect(store.path)) as db:
+        query = "SELECT count(*) FROM events WHERE event_data LIKE '%\"compaction\": {%'"
+        query += " OR event_data LIKE '%\"compaction\":{%'"
+        return int(db.execute(query).fetchone()[0])
 
 
 @dataclass
@@ -214,13 +250,17 @@ class Template:
     events: list[dict[str, Any]]
     messages: list[dict[str, Any]]  # ours only: [user, assistant]
     ids: frozenset[str]  # every id in the rows that names this turn's things
+    question: str  # the template turn's question (each copy gets new words of its own)
 
 
 def _ids_in(text: str) -> set[str]:
     return set(_UUID.findall(text)) | set(_HEX.findall(text))
 
 
-async def read_template(store: Store, chat_id: str, messages: list[dict[str, Any]]) -> Template:
+async def read_template(
+    store: Store, chat_id: str, asked: str, messages: list[dict[str, Any]]
+) -> Template:
+    """The template turn's rows, as the server stored them (``asked``: its question)."""
     sessions = await select_rows(store, "SELECT * FROM sessions", chat_id)
     if len(sessions) != 1:
         raise RuntimeError(f"the template chat {chat_id} has {len(sessions)} sessions")
@@ -237,7 +277,7 @@ async def read_template(store: Store, chat_id: str, messages: list[dict[str, Any
         ids |= _ids_in(json.dumps(message))
     ids.discard(chat_id)
     app_name = str(sessions[0]["app_name"])
-    return Template(app_name, chat_id, sessions[0], events, messages, frozenset(ids))
+    return Template(app_name, chat_id, sessions[0], events, messages, frozenset(ids), asked)
 
 
 async def select_rows(
@@ -282,6 +322,7 @@ def copies(template: Template, chat_id: str, turns: int) -> tuple[list[dict[str,
         names = {i: str(uuid.uuid4()) if _UUID.fullmatch(i) else uuid.uuid4().hex for i in
                  template.ids}  # fmt: skip
         names[template.chat_id] = chat_id
+        names.update(_new_words(template.question, random.Random(f"{chat_id}/{k}")))
         shift = (turns - k) * SECONDS_PER_COPY
         for message in template.messages:
             messages.append(json.loads(_renamed(json.dumps(message), names)))
@@ -297,6 +338,35 @@ def copies(template: Template, chat_id: str, turns: int) -> tuple[list[dict[str,
             row["timestamp"] = _moved(event["timestamp"], -shift)
             rows.append(row)
     return messages, rows
+
+
+def _new_words(asked: str, rng: random.Random) -> dict[str, str]:
+    """Each copy's own question and answer, of the same lengths: identical copies would
+    compress (PostgreSQL's TOAST, a chat record written whole) far better than a real chat.
+    The tool's input and output quote the question's start, so those go with it."""
+    query = asked[len(CHAT_PROMPT) :]
+    new_query = _random_text(rng, len(query))
+    answer = long_answer(CHAT_ANSWER_WORDS)
+    return {
+        asked: CHAT_PROMPT + new_query,
+        query: new_query,
+        query[:40]: new_query[:40],
+        query[:20]: new_query[:20],
+        answer: _random_text(rng, len(answer)),
+    }
+
+
+def _random_text(rng: random.Random, length: int) -> str:
+    words: list[str] = []
+    total = -1
+    while total < length:
+        word = "".join(rng.choices(_LETTERS, k=rng.randint(2, 9)))
+        words.append(word)
+        total += len(word) + 1
+    return " ".join(words)[:length].rstrip().ljust(length, "x")
+
+
+_LETTERS = "etaoinshrdlucmfwypvbgkjqxz"
 
 
 def _seconds(value: Any) -> float:

@@ -74,6 +74,11 @@ from bench.chat_shape import chat_agent
 
 root_agent = chat_agent()
 """
+_COMPACTED_AGENT_PY = """\
+from bench.chat_shape import compacted_app
+
+app = compacted_app()
+"""
 
 
 def lengths_of(size: Size) -> tuple[int, ...]:
@@ -179,6 +184,7 @@ async def _chat_messages(server: Server, chat_id: str) -> list[dict[str, Any]]:
 def prepare(side: Side) -> None:
     """The template turn, through the real server."""
     chat_id = "template"
+    asked = chat_shape.question("template")
     if side.server.kind == "ours":
         message = chat_shape.user_message("template")
         ok, _ = asyncio.run(
@@ -186,22 +192,31 @@ def prepare(side: Side) -> None:
         )
         messages = asyncio.run(_chat_messages(side.server, chat_id))
     else:
-        ok, _ = asyncio.run(_post(side.server, "/run_sse", chat_shape.run_sse_body(chat_id, "t")))
+        body = chat_shape.run_sse_body(chat_id, "template")
+        ok, _ = asyncio.run(_post(side.server, "/run_sse", body))
         messages = []
     if not ok:
         raise RuntimeError(f"{side.server.kind}: the template turn failed")
     _settle(side.server)
-    side.template = asyncio.run(chat_shape.read_template(side.store, chat_id, messages))
+    side.template = asyncio.run(chat_shape.read_template(side.store, chat_id, asked, messages))
 
 
-def next_turn(side: Side, length: int, label: str, recipe: bool = False) -> Turn | None:
+def next_turn(
+    side: Side, length: int, label: str, recipe: bool = False, last_served: bool = False
+) -> Turn | None:
     """A chat of ``length`` prior turns, then its next turn measured. ``None``: our server
-    refused the recipe's body (then it is not tried again)."""
+    refused the recipe's body (then it is not tried again). ADK's chats are all copies, but
+    with ``last_served`` (compaction: the N-th turn compacts, not the measured one)."""
     assert side.template is not None
     chat_id = f"chat-{length}-{label}"
     server = side.server
     if server.kind == "adk":
-        asyncio.run(chat_shape.write_copies(side.store, side.template, chat_id, length))
+        count = length - 1 if last_served else length
+        asyncio.run(chat_shape.write_copies(side.store, side.template, chat_id, count))
+        if last_served:
+            body = chat_shape.run_sse_body(chat_id, f"{label} last")
+            if not asyncio.run(_post(server, "/run_sse", body))[0]:
+                raise RuntimeError(f"adk: turn {length} of {chat_id} failed")
         return measure(side, "/run_sse", chat_shape.run_sse_body(chat_id, f"{label} next"))
     if recipe and side.recipe is False:
         return None
@@ -224,20 +239,25 @@ def next_turn(side: Side, length: int, label: str, recipe: bool = False) -> Turn
 
 
 @contextlib.contextmanager
-def _sides(kind: StoreKind, folder: Path, postgres: Postgres | None) -> Iterator[tuple[Side, Side]]:
+def _sides(
+    kind: StoreKind, folder: Path, postgres: Postgres | None, compaction: bool = False
+) -> Iterator[tuple[Side, Side]]:
+    """Our server and ADK's, each on a store of its own of this kind (with ``compaction``,
+    serving the App that compacts)."""
     stores: dict[str, tuple[Store, str]] = {}
+    tag = f"{kind}-compacted" if compaction else kind
     for who in ("ours", "adk"):
         if postgres is None:
-            path = folder / f"{who}.db"
+            path = folder / f"{who}-{tag}.db"
             stores[who] = (Store("sqlite", f"sqlite:///{path}", path), "")
         else:
             name = f"longchats_{who}"
             stores[who] = (Store("postgres", postgres.new_database(name)), name)
-    agents = folder / f"agents-{kind}" / CHAT_AGENT
+    agents = folder / f"agents-{tag}" / CHAT_AGENT
     agents.mkdir(parents=True)
     (agents / "__init__.py").write_text("from . import agent\n")
-    (agents / "agent.py").write_text(_AGENT_PY)
-    app_dir = folder / f"adk-{kind}"
+    (agents / "agent.py").write_text(_COMPACTED_AGENT_PY if compaction else _AGENT_PY)
+    app_dir = folder / f"adk-{tag}"
     app_dir.mkdir()
     (app_dir / "longchats_adk_app.py").write_text(
         _ADK_APP_PY.format(agents=str(agents.parent), store=stores["adk"][0].url)
@@ -245,6 +265,8 @@ def _sides(kind: StoreKind, folder: Path, postgres: Postgres | None) -> Iterator
     from bench.core import ROOT
 
     ours_settings = {**OUR_SETTINGS, "ADK_STREAM_SESSION_STORE": stores["ours"][0].url}
+    if compaction:
+        ours_settings["ADK_STREAM_AGENT"] = "bench.chat_shape:compacted"
     adk_settings = {"PYTHONPATH": os.pathsep.join([str(ROOT), str(app_dir)])}
     with (
         serve("ours", ours_settings, app="bench.session_reads:app") as ours,
@@ -368,8 +390,62 @@ def figures_of(
 
 
 def compaction_supported() -> bool:
-    """Whether the package bounds a turn's session read by the last compaction."""
+    """Whether the package bounds a turn's session read by the last compaction (issue 38's
+    point 5: ``store/history_window.py``), or ``BENCH_COMPACTION=1`` says to measure anyway."""
+    if os.environ.get("BENCH_COMPACTION") == "1":
+        return True
     return importlib.util.find_spec("adk_stream_protocol.store.history_window") is not None
+
+
+def compaction_lengths(size: Size) -> tuple[int, int]:
+    return (3, 12) if size.name == "tiny" else (10, 1000)
+
+
+def measure_compaction(lengths: tuple[int, int], rounds: int) -> tuple[Figure, str]:
+    """Our turn's CPU at the longer length over the shorter, the App compacting, on SQLite;
+    ADK's own server with the same App beside it. Ours posts the recipe's body when it takes
+    it (stock useChat's whole chat would be parsed at every length), else stock's."""
+    short, long = lengths
+    turns: dict[tuple[str, int], list[Turn]] = {}
+    with chat_shape.temp_folder() as folder, _sides("sqlite", folder, None, True) as (ours, adk):
+        prepare(ours)
+        prepare(adk)
+        for length in lengths:
+            for r in range(rounds):
+                turn = next_turn(ours, length, f"c{r}", recipe=True)
+                if turn is None:
+                    turn = next_turn(ours, length, f"s{r}")
+                assert turn is not None
+                turns.setdefault(("ours", length), []).append(turn)
+                other = next_turn(adk, length, f"c{r}", last_served=True)
+                assert other is not None
+                turns.setdefault(("adk", length), []).append(other)
+                print(
+                    f"  compaction {length} prior turns, round {r + 1}: ours "
+                    f"{turn.cpu * 1000:.0f} ms CPU, adk {other.cpu * 1000:.0f} ms CPU",
+                    flush=True,
+                )
+        made = {side.server.kind: chat_shape.compactions(side.store) for side in (ours, adk)}
+    body = "the recipe's body" if ours.recipe else "stock useChat's body"
+    figure = Figure(
+        "13 long chats compaction",
+        f"server CPU of a turn at {long:,} prior / at {short}, compaction on",
+        "x",
+        "lower",
+        "ADK's own, same App",
+        limit=2.0,
+        note=f"SQLite; ours posts {body}; compaction events stored: ours {made['ours']}, "
+        f"ADK {made['adk']}",
+    )
+    for o_long, o_short, t_long, t_short in zip(
+        turns[("ours", long)],
+        turns[("ours", short)],
+        turns[("adk", long)],
+        turns[("adk", short)],
+        strict=True,
+    ):
+        figure.add(o_long.cpu / o_short.cpu, t_long.cpu / t_short.cpu)
+    return figure, body
 
 
 def run(size: Size, rounds: int | None = None) -> list[Figure]:
@@ -379,13 +455,17 @@ def run(size: Size, rounds: int | None = None) -> list[Figure]:
     for kind in stores_of(size):
         measured = measure_store(kind, lengths, rounds)
         figures += figures_of(kind, measured["turns"], lengths)
-    compaction = Figure(
-        "13 long chats compaction",
-        "server CPU of a turn at 1,000 prior / at 10, compaction on",
-        "x",
-        "lower",
-        limit=2.0,
-    )
-    compaction.na = "this version does not bound a turn's session read by a compaction"
-    figures.append(compaction)
+    if compaction_supported():
+        figures.append(measure_compaction(compaction_lengths(size), rounds)[0])
+    else:
+        short, long = compaction_lengths(size)
+        compaction = Figure(
+            "13 long chats compaction",
+            f"server CPU of a turn at {long:,} prior / at {short}, compaction on",
+            "x",
+            "lower",
+            limit=2.0,
+        )
+        compaction.na = "this version does not bound a turn's session read by a compaction"
+        figures.append(compaction)
     return figures
