@@ -7,8 +7,9 @@ back:
 
 - server CPU of the turn (the process's user + system time, read from ``/proc``), and wall
   time from sending the request to the end of the response;
-- bytes written for the turn: on SQLite ``write_bytes`` of ``/proc/<pid>/io`` (what the
-  server sent to the disk; every thread counts) and the growth of the database's files; on
+- bytes written for the turn: on SQLite ``write_bytes`` less ``cancelled_write_bytes`` of
+  ``/proc/<pid>/io`` (what the server sent to the disk and did not delete before it got there:
+  every thread counts) and the growth of the database's files; on
   PostgreSQL the WAL it caused (``pg_current_wal_insert_lsn``, on a private instance whose WAL
   is only the benchmark's) and the growth of the database;
 - the request's bytes: stock ``useChat`` posts the whole chat, ADK's client the new message;
@@ -117,8 +118,11 @@ class Side:
     def written(self) -> int:
         if self.postgres is not None:
             return self.postgres.wal_lsn()
+        # What reached the storage layer: written less what was truncated or deleted before
+        # it got there (SQLite's rollback journal and its sorter's temporary files).
         fields = Path(f"/proc/{self.server.pid}/io").read_text().split()
-        return int(fields[fields.index("write_bytes:") + 1])
+        written = int(fields[fields.index("write_bytes:") + 1])
+        return written - int(fields[fields.index("cancelled_write_bytes:") + 1])
 
     def size(self) -> int:
         if self.postgres is not None:
@@ -328,7 +332,7 @@ def figures_of(
     bench = f"13 long chats {name}"
     adk = "ADK /run_sse"
     figures: list[Figure] = []
-    written = "write_bytes of the server" if kind == "sqlite" else "WAL"
+    written = "the server's writes to disk" if kind == "sqlite" else "WAL"
     for length in lengths:
         ours, theirs = turns[("ours", length)], turns[("adk", length)]
         recipe = turns.get(("recipe", length), [])

@@ -89,7 +89,7 @@ def _long_chats_are_sane(figures: list[Figure]) -> None:
         for metric in ("server CPU per turn", "history loading (session reads' CPU)"):
             figure = by_metric[f"{length} prior: {metric}"]
             assert min(figure.ours + figure.theirs) > 0, figure
-        written = by_metric[f"{length} prior: bytes written per turn (write_bytes of the server)"]
+        written = by_metric[f"{length} prior: bytes written per turn (the server's writes to disk)"]
         assert min(written.ours + written.theirs) > 0, written
     body = "request body (stock useChat)"
     one, three = by_metric[f"1 prior: {body}"], by_metric[f"3 prior: {body}"]
