@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import instructions, layer
+from bench import instructions, layer, longchats
 from bench.__main__ import BENCHMARKS as MODULES
 from bench.__main__ import report, run
 from bench.core import SIZES, Figure
@@ -95,6 +95,19 @@ def _long_chats_are_sane(figures: list[Figure]) -> None:
     one, three = by_metric[f"1 prior: {body}"], by_metric[f"3 prior: {body}"]
     assert min(three.ours) > 2 * max(one.ours), (one, three)  # two more turns of messages
     assert three.theirs == one.theirs  # ADK's client sends the new message only
+
+
+@pytest.mark.out_of_process  # the benchmarks' servers: uvicorn processes
+@pytest.mark.bench
+def test_long_chats_with_compaction_compact_and_yield_a_ratio() -> None:
+    """Benchmark 13's compaction figure, which ``python -m bench`` measures only on a version
+    that bounds a turn's reads by a compaction: both servers' chats get compacted (a chat of
+    12 turns, a window of 10), and each yields its ratio."""
+    figure, made = longchats.measure_compaction(longchats.compaction_lengths(SIZES["tiny"]), 1)
+
+    assert made["ours"] >= 1 and made["adk"] >= 1, made
+    assert len(figure.ours) == len(figure.theirs) == 1
+    assert all(math.isfinite(v) and v > 0 for v in figure.ours + figure.theirs), figure
 
 
 @pytest.mark.out_of_process  # the benchmarks' servers: uvicorn processes
