@@ -154,7 +154,7 @@ class Figure:
             return "met" if worst <= self.margin else f"**missed: {worst:+g} in the worst run**"
         if self.median_limit is not None and self.ours:
             median = statistics.median(self.ours)
-            return "met" if median <= self.median_limit else f"**missed: {median:g}**"
+            return "met" if median <= self.median_limit else f"**missed: {median:.3g}**"
         if self.limit is not None:
             worst = max(self.ours, default=0.0)
             return "met" if worst <= self.limit else f"**missed: {worst:g} in the worst run**"
