@@ -89,8 +89,13 @@ def compacted_app() -> App:
     )
 
 
-# What ``ADK_STREAM_AGENT=bench.chat_shape:compacted`` serves.
-compacted = compacted_app()
+def __getattr__(name: str) -> Any:
+    """``ADK_STREAM_AGENT=bench.chat_shape:compacted``: the App that compacts, built on first
+    use (ADK warns that compaction is experimental whenever one is built)."""
+    if name != "compacted":
+        raise AttributeError(name)
+    app = globals()["compacted"] = compacted_app()
+    return app
 
 
 def question(label: str) -> str:

@@ -97,6 +97,22 @@ def _long_chats_are_sane(figures: list[Figure]) -> None:
     assert three.theirs == one.theirs  # ADK's client sends the new message only
 
 
+@pytest.mark.out_of_process  # the benchmarks' servers and a private PostgreSQL
+@pytest.mark.bench
+def test_long_chats_on_postgresql_count_the_wal_of_each_turn() -> None:
+    """Benchmark 13 on its private PostgreSQL (``python -m bench`` runs it at ``moderate``
+    only): every turn on both servers writes WAL and reads its session."""
+    lengths = (1, 3)
+    turns = longchats.measure_store("postgres", lengths, 1)["turns"]
+    figures = longchats.figures_of("postgres", turns, lengths)
+
+    for who in ("ours", "adk"):
+        for length in lengths:
+            (turn,) = turns[(who, length)]
+            assert turn.ok and turn.written > 0 and turn.history > 0, (who, length, turn)
+    assert {f.benchmark for f in figures} == {"13 long chats PostgreSQL"}
+
+
 @pytest.mark.out_of_process  # the benchmarks' servers: uvicorn processes
 @pytest.mark.bench
 def test_long_chats_with_compaction_compact_and_yield_a_ratio() -> None:
