@@ -343,6 +343,14 @@ class LiveConnection:
             # No response is open, so this socket holds no slot: take one for this response.
             self._slot.take()
             request = await self._parse_request(frame, size)
+            if not (request.last_message.role == "assistant" and self._stored.waiting):
+                # Completed from the chat's record (docs/adr/0069), under the socket's lease;
+                # a stored pause's answer is completed under its own.
+                request = await self._services.responses.records.complete(
+                    self._held.chat,
+                    request,
+                    max_added_bytes=self._services.settings.max_added_bytes,
+                )
             if request.last_message.role == "assistant" and self._stored.waiting:
                 await self._stored.answer(request, sink, self._run, on_end=self._slot.release)
             elif request.last_message.role == "assistant":
