@@ -171,6 +171,16 @@ def test_a_body_with_no_message_or_both_forms_is_refused_with_422(
     assert reason in caught.value.message
 
 
+def test_a_message_id_that_names_no_last_message_is_refused_before_the_join() -> None:
+    """422 as the request is read: it names no message of the record either."""
+    for sent in (chat("u1", "u2"), chat("u1", "a1")):
+        body = {"id": "c1", "messages": sent, "messageId": "u1"}
+        with pytest.raises(RequestError) as caught:
+            parse_chat_request(body, LIMITS)
+        assert caught.value.status == 422
+        assert "does not name the last message" in caught.value.message
+
+
 def test_what_a_request_adds_is_bounded_not_what_it_sends() -> None:
     long = chat(*[f"{'u' if i % 2 == 0 else 'a'}{i}" for i in range(2_000)])
     whole = parse_chat_request({"id": "c1", "messages": [*long, message("u-new")]}, LIMITS)
