@@ -29,7 +29,8 @@ page's last message holds its answers, and after a stop only the page knows how 
 Everything else means the page missed messages another tab or process added, or holds a chat
 the server does not: 409, saying to reload the chat from ``GET /chats/{chatId}``. An empty or
 missing record joins nothing: the request is the whole chat (a new chat, a store that lost
-it).
+it). A record that ends with an assistant message with no parts (a response stopped before any
+of it reached the page, which never held that message) is taken as ending before it.
 
 The request may add at most ``max_added_bytes`` of JSON to the record: its sent messages
 that the record does not hold as sent (413).
@@ -56,6 +57,8 @@ def join_chat(
     """The record's messages that come before the request's own, or ``RequestError``: 409
     when the request does not fit the record, 413 when it adds too much to it."""
     held = list(stored or [])
+    if held and _unseen_answer(held[-1]):
+        held.pop()
     sent: list[Any] = request.chat_messages
     if not held:
         _check_added(sent, [], 0, max_added_bytes)
@@ -71,6 +74,12 @@ def join_chat(
     _check_fits(held_ids, [*held_ids[:start], *sent_ids], request)
     _check_added(sent, held, start, max_added_bytes)
     return held[:start]
+
+
+def _unseen_answer(message: Mapping[str, Any]) -> bool:
+    """An answer with nothing in it: the record's start of a response stopped before anything
+    reached the page, which then never held the message. Not held against the page."""
+    return message.get("role") == "assistant" and not message.get("parts")
 
 
 def _check_unknown_first(request: ChatRequest) -> None:

@@ -146,6 +146,17 @@ def test_without_a_record_the_request_is_the_whole_chat(held: list[Any] | None) 
         assert completed_ids(held, sent) == [m.id for m in sent.messages]
 
 
+def test_an_answer_stopped_before_the_page_saw_it_is_not_held_against_the_page() -> None:
+    """The record holds the start of an answer the page stopped before its first chunk: an
+    assistant message with no parts. The page's next message replaces it."""
+    stopped = [*chat("u1", "a1", "u2"), {"id": "a2", "role": "assistant", "parts": []}]
+    assert completed_ids(stopped, request("u1", "a1", "u2", "u3")) == ["u1", "a1", "u2", "u3"]
+    assert completed_ids(stopped, request("u3")) == ["u1", "a1", "u2", "u3"]
+    answered = [*chat("u1", "a1", "u2"), message("a2")]  # an answer with parts is held
+    with pytest.raises(RequestError):
+        join_chat(answered, request("u1", "a1", "u2", "u3"), max_added_bytes=MAX_ADDED)
+
+
 def test_the_recipes_body_is_the_last_message() -> None:
     body = {"id": "c1", "message": message("u3"), "trigger": "submit-message"}
     sent = parse_chat_request(body, LIMITS)
