@@ -10,14 +10,19 @@ record stays whole: `GET /chats/{chatId}` gives the chat the page holds.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from tests.support.real_client import V7, checked, client_job, run_real_client, text_of
-from tests.support.rig import LiveServer, chat_body
+from tests.support.rig import LiveServer, ServerPool, chat_body, streaming
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.out_of_process  # the real AI SDK client, in Node
+
+# Answers after an approval that take a while (tests/test_real_client_resume.py's).
+CONTINUATION_AGENT = "tests.support.agents.continuation:root_agent"
 
 # A chat's life: a question, an approval, a browser tool, a regeneration, an edit, a stopped
 # answer, a reload (the page reads the chat back) and a question after it.
@@ -141,3 +146,50 @@ def test_stock_use_chat_sends_a_chat_of_two_thousand_messages_whole(
     assert request["status"] == 200
     held = server.http.get(f"/chats/{chat_id}").json()["messages"]
     assert held == report["messages"] and len(held) == 2_002
+
+
+@pytest.mark.parametrize("client", ["6.0.25", V7])
+def test_a_page_that_reloads_while_a_continuation_sent_alone_runs_resumes_it(
+    servers: ServerPool, client: str
+) -> None:
+    """The answer to an approval, sent as the recipe sends it (the assistant message alone),
+    is still being written when the page reloads: the page reads the chat back and resumes the
+    answer onto it, as with the whole chat sent (tests/test_real_client_resume.py)."""
+    server = servers.get(
+        {"ADK_STREAM_AGENT": CONTINUATION_AGENT, "ADK_STREAM_RESUMABLE_STREAMS": "true"}
+    )
+    job = _job(server, client, "http", lastMessageOnly="recipe")
+    job["steps"] = [{"action": "send", "text": "pay 50"}]
+    asked = checked(job, run_real_client(job))
+    assert asked["status"] == "ready", asked["error"]
+    *_, waiting = json.loads(json.dumps(asked["messages"]))
+    for part in waiting["parts"]:
+        if part.get("state") == "approval-requested":
+            approval = {**part["approval"], "approved": True}
+            part.update(state="approval-responded", approval=approval)
+    body = {
+        "id": job["chatId"],
+        "message": waiting,
+        "trigger": "submit-message",
+        "messageId": waiting["id"],
+    }
+    with streaming(server, body) as reading:
+        start = reading.first_event()  # then the page reloads
+    assert start == {"type": "start", "messageId": waiting["id"]}
+
+    steps: list[dict[str, Any]] = [{"action": "reload", "resume": True}, {"action": "resume"}]
+    resumed = _job(server, client, "http", lastMessageOnly="recipe", chatId=job["chatId"])
+    resumed["steps"] = steps
+    report = checked(resumed, run_real_client(resumed))
+    assert report["status"] == "ready", report["error"]
+    page = report["messages"]
+    assert [m["role"] for m in page] == ["user", "assistant"]
+    assert text_of(page[-1]).endswith("All done.")
+    assert [p["type"] for p in page[-1]["parts"]].count("step-start") == 3
+    record = wait_until(
+        lambda: (r := server.http.get(f"/chats/{job['chatId']}").json())["active"] is False and r,
+        "the answer's end in the record",
+        every=0.05,
+    )
+    assert [m["id"] for m in record["messages"]] == [m["id"] for m in page]
+    assert text_of(record["messages"][-1]) == text_of(page[-1])
