@@ -8,6 +8,7 @@ transaction that wrote the row version), SQLite's triggers logging each insert a
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 import uuid
@@ -202,3 +203,32 @@ async def test_a_chat_an_earlier_version_wrote_whole_reads_as_before_and_moves_o
     moved = await index.get_chat(app, USER, CHAT)
     assert moved is not None and moved.messages == grown
     assert moved.summary.created_at == record.summary.created_at
+
+
+@pytest.mark.asyncio
+async def test_two_writers_of_a_chat_leave_one_of_their_chats_never_a_mix(
+    probe: Probe, backend: tuple[str, str], app: str
+) -> None:
+    """Two processes (two indexes, each with its own connections) write different versions of
+    one chat at once, again and again: each write is one transaction, so the chat read back is
+    always one of the versions whole."""
+    _, url = backend
+    other_service = create_session_service(url)
+    other = create_chat_index(url, other_service)
+    await other.prepare()
+    long, short = turns(5), [*turns(2)[:3], {**turn(9)[0], "id": "u-other"}]
+    try:
+        await probe.index.record_messages(app, USER, CHAT, long)
+        for _ in range(10):
+            await asyncio.gather(
+                probe.index.record_messages(app, USER, CHAT, long, create=False),
+                other.record_messages(app, USER, CHAT, short, create=False),
+                probe.index.record_messages(app, USER, CHAT, short, create=False),
+                other.record_messages(app, USER, CHAT, long, create=False),
+            )
+            record = await probe.index.get_chat(app, USER, CHAT)
+            assert record is not None and record.messages in (long, short)
+    finally:
+        await other.close()
+        if hasattr(other_service, "close"):
+            await other_service.close()
