@@ -51,7 +51,9 @@ USER_TEXTS = [
 RUNS = [
     ("6.0.25", "http", "recipe"),
     ("6.0.25", "http", "messages"),
+    ("6", "http", "recipe"),
     (V7, "http", "recipe"),
+    (V7, "http", "messages"),
     (V7, "ws-stock", "messages"),
     ("6", "ws", "messages"),
 ]
@@ -193,3 +195,39 @@ def test_a_page_that_reloads_while_a_continuation_sent_alone_runs_resumes_it(
     )
     assert [m["id"] for m in record["messages"]] == [m["id"] for m in page]
     assert text_of(record["messages"][-1]) == text_of(page[-1])
+
+
+@pytest.mark.parametrize(("client", "transport"), [("6.0.25", "http"), (V7, "ws-stock")])
+def test_a_stale_tab_is_refused_and_goes_on_once_it_reads_the_chat_again(
+    server: LiveServer, client: str, transport: str
+) -> None:
+    """Two tabs on one chat, sending it whole: the one that missed the other's turn is told to
+    read the chat again, and nothing of the chat changes; read again, it goes on."""
+    first = _job(server, client, transport)
+    first["steps"] = [{"action": "send", "text": "hello"}]
+    loaded = checked(first, run_real_client(first))["messages"]
+    chat_id = first["chatId"]
+    other = _job(server, client, transport, chatId=chat_id, initialMessages=loaded)
+    other["steps"] = [{"action": "send", "text": "hello from the other tab"}]
+    checked(other, run_real_client(other))
+    held = server.http.get(f"/chats/{chat_id}").json()["messages"]
+
+    stale = _job(server, client, transport, chatId=chat_id, initialMessages=loaded)
+    stale["steps"] = [
+        {"action": "send", "text": "hello from the stale tab"},
+        {"action": "reload"},
+        {"action": "send", "text": "hello once it read the chat"},
+    ]
+    report = checked(stale, run_real_client(stale), refusals=1)
+    refusal, _answered = report["requests"]  # the refusal, then the answer after the reload
+    said = refusal["rawBody"] if transport == "http" else json.dumps(refusal["frames"])
+    assert "reload the chat (GET /chats/{chatId})" in said, refusal
+    assert report["reloads"][0]["status"] == 200
+    page = report["messages"]
+    assert [text_of(m) for m in page if m["role"] == "user"] == [
+        "hello",
+        "hello from the other tab",
+        "hello once it read the chat",
+    ]
+    record = server.http.get(f"/chats/{chat_id}").json()["messages"]
+    assert record[:4] == held and record == page
