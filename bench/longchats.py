@@ -48,10 +48,10 @@ from bench.servers import Server, serve
 HISTORY_BEFORE_MS = {"SQLite": 176.0, "PostgreSQL": 247.0}
 HISTORY_GOAL_LENGTH = 500
 STORE_NAMES: dict[StoreKind, str] = {"sqlite": "SQLite", "postgres": "PostgreSQL"}
-# 500 prior turns are 1,000 messages; stock useChat posts them and the new one.
+# 500 prior turns are 1,000 messages; stock useChat posts them and the new one
+# (before ADR 0069 the message count was limited too, at 1,000).
 OUR_SETTINGS = {
     "ADK_STREAM_AGENT": "bench.chat_shape:root_agent",
-    "ADK_STREAM_MAX_MESSAGES_PER_REQUEST": "100000",
     "ADK_STREAM_MAX_PARTS_PER_MESSAGE": "100000",
 }
 SETTLE_SECONDS = 0.15  # the server is quiet once its CPU time stays put this long
