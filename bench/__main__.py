@@ -18,6 +18,7 @@ from bench import (
     converter,
     endtoend,
     hardening,
+    longchats,
     observed,
     scaleout,
     soak,
@@ -39,10 +40,13 @@ BENCHMARKS = (
     "soak",
     "chats",
     "browser",
+    "longchats",
 )
 
 
-def run(size: Size, only: tuple[str, ...] = BENCHMARKS) -> list[Figure]:
+def run(
+    size: Size, only: tuple[str, ...] = BENCHMARKS, longchat_rounds: int | None = None
+) -> list[Figure]:
     raise_open_file_limit()
     figures: list[Figure] = []
 
@@ -72,6 +76,7 @@ def run(size: Size, only: tuple[str, ...] = BENCHMARKS) -> list[Figure]:
     step("soak", lambda: soak.run(size))
     step("chats", lambda: chats.run(size))
     step("browser", lambda: browser.run(size))
+    step("longchats", lambda: longchats.run(size, longchat_rounds))
     return figures
 
 
@@ -170,12 +175,17 @@ def main() -> None:
         help="runs of the load benchmarks (concurrency, hardening, scale-out) instead of the "
         "size's own: more runs, a steadier median on a noisy machine",
     )
+    parser.add_argument(
+        "--longchat-rounds",
+        type=int,
+        help="rounds of benchmark 13 (long chats) per store and length; 9 at `moderate`",
+    )
     args = parser.parse_args()
     size = SIZES[args.size]
     if args.load_runs:
         size = dataclasses.replace(size, load_runs=args.load_runs)
     start = time.perf_counter()
-    figures = run(size, tuple(args.only))
+    figures = run(size, tuple(args.only), args.longchat_rounds)
     text = report(size, figures, time.perf_counter() - start)
     args.output.write_text(text, encoding="utf-8")
     print(table(figures))

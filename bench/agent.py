@@ -67,6 +67,12 @@ class BenchLlm(OfflineDemoLlm):
     ) -> AsyncGenerator[LlmResponse, None]:
         last = llm_request.contents[-1] if llm_request.contents else None
         text = (last.parts[0].text or "") if last and last.role == "user" and last.parts else ""
+        shaped = chat_turn_response(last, stream)
+        if shaped is not None:
+            for response in shaped:
+                await asyncio.sleep(0)
+                yield response
+            return
         match = _LONG.match(text)
         if match is None:
             async for response in super().generate_content_async(llm_request, stream):
@@ -103,6 +109,61 @@ class BenchLlm(OfflineDemoLlm):
             yield connection
         finally:
             await connection.close()
+
+
+# -- a long chat's turn (benchmark 13, bench/chat_shape.py) ---------------------------------------
+
+CHAT_PROMPT = "bench chat "  # a user message that starts so is answered as one long chat's turn
+CHAT_TOOL = "bench_records"
+CHAT_ANSWER_WORDS = 150
+_CHAT_WORDS_PER_PARTIAL = 15
+
+
+def bench_records(query: str) -> dict[str, object]:
+    """Look up the records a question names (about 1 KB of JSON)."""
+    rows = [
+        {"id": f"rec-{n:03}", "name": f"record {n} for {query[:20]}", "value": n * 17, "ok": True}
+        for n in range(13)
+    ]
+    return {"query": query[:40], "rows": rows}
+
+
+def chat_turn_response(last: types.Content | None, stream: bool) -> list[LlmResponse] | None:
+    """A long chat's turn: a ``bench chat ...`` question gets one call of ``bench_records``;
+    the call's result gets a 150-word answer (streamed in partials, then the aggregate).
+    ``None`` for anything else."""
+    if last is None or not last.parts:
+        return None
+    part = last.parts[0]
+    if part.function_response is not None and part.function_response.name == CHAT_TOOL:
+        answer = long_answer(CHAT_ANSWER_WORDS).split(" ")
+        responses = []
+        if stream:
+            for start in range(0, CHAT_ANSWER_WORDS, _CHAT_WORDS_PER_PARTIAL):
+                piece = " ".join(answer[start : start + _CHAT_WORDS_PER_PARTIAL]) + " "
+                content = types.Content(role="model", parts=[types.Part(text=piece)])
+                responses.append(LlmResponse(content=content, partial=True))
+        responses.append(
+            LlmResponse(
+                content=types.Content(role="model", parts=[types.Part(text=" ".join(answer))]),
+                partial=False,
+                finish_reason=types.FinishReason.STOP,
+                model_version=MODEL_NAME,
+            )
+        )
+        return responses
+    text = part.text or ""
+    if last.role == "user" and text.startswith(CHAT_PROMPT):
+        call = types.FunctionCall(name=CHAT_TOOL, args={"query": text[len(CHAT_PROMPT) :]})
+        return [
+            LlmResponse(
+                content=types.Content(role="model", parts=[types.Part(function_call=call)]),
+                partial=False,
+                finish_reason=types.FinishReason.STOP,
+                model_version=MODEL_NAME,
+            )
+        ]
+    return None
 
 
 def register_bench_model() -> None:

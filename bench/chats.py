@@ -2,8 +2,9 @@
 
 One user with ``size.chats`` chats of ``size.chat_messages`` messages each (half the user's,
 half answers of about 100 words), written twice into one fresh database, as the server keeps
-them: as the chat index's rows (``adk_stream_chats``) and as ADK's sessions of the same
-conversations (``sessions`` and ``events``: one event a message). One chat of each is written
+them: as the chat index's rows (``adk_stream_chats``, and ``adk_stream_chat_messages``: a row
+a message) and as ADK's sessions of the same conversations (``sessions`` and ``events``: one
+event a message). One chat of each is written
 through the real code (``ChatIndex.record_messages``; ADK's ``create_session`` and
 ``append_event``), then copied in SQL to the full count, each copy a little newer than the last.
 
@@ -104,6 +105,12 @@ SELECT app_name, user_id, 'chat-' || lpad(n::text, 5, '0'), title, title_set,
        created_at_us + n * 1000, updated_at_us + n * 1000, waiting, messages
 FROM adk_stream_chats, generate_series(1, :copies) AS n
 WHERE app_name = :app AND chat_id = :template"""
+# Each chat's messages, a row per message (docs/adr/0069).
+_COPY_CHAT_MESSAGES = """
+INSERT INTO adk_stream_chat_messages
+SELECT app_name, user_id, 'chat-' || lpad(n::text, 5, '0'), seq, digest, message
+FROM adk_stream_chat_messages, generate_series(1, :copies) AS n
+WHERE app_name = :app AND chat_id = :template"""
 
 
 async def seed(database: str, size: Size) -> None:
@@ -127,7 +134,7 @@ async def seed(database: str, size: Size) -> None:
         await index.record_messages(APP, USER, template, messages)
         params = {"copies": size.chats - 1, "app": APP, "template": template}
         async with service.db_engine.begin() as connection:
-            for statement in (_COPY_SESSIONS, _COPY_EVENTS, _COPY_CHATS):
+            for statement in (_COPY_SESSIONS, _COPY_EVENTS, _COPY_CHATS, _COPY_CHAT_MESSAGES):
                 await connection.execute(text(statement), params)
         async with service.db_engine.connect() as connection:
             await connection.execution_options(isolation_level="AUTOCOMMIT")

@@ -133,6 +133,8 @@ class Figure:
     limit: float | None = None  # an absolute bound on ours, in every run (e.g. 0 errors)
     why: str = ""  # the known cause, shown when the goal is missed
     margin: float | None = None  # a bound on ours − theirs, in every run (0: back to baseline)
+    na: str = ""  # why the figure cannot be measured on this version (no values; verdict n/a)
+    median_limit: float | None = None  # an absolute bound on ours' median over the runs
     ours: list[float] = field(default_factory=list)
     theirs: list[float] = field(default_factory=list)
 
@@ -145,9 +147,14 @@ class Figure:
         return [o / t for o, t in zip(self.ours, self.theirs, strict=True) if t]
 
     def verdict(self) -> str:
+        if self.na:
+            return f"n/a: {self.na}"
         if self.margin is not None:
             worst = max((o - t for o, t in zip(self.ours, self.theirs, strict=True)), default=0.0)
             return "met" if worst <= self.margin else f"**missed: {worst:+g} in the worst run**"
+        if self.median_limit is not None and self.ours:
+            median = statistics.median(self.ours)
+            return "met" if median <= self.median_limit else f"**missed: {median:.3g}**"
         if self.limit is not None:
             worst = max(self.ours, default=0.0)
             return "met" if worst <= self.limit else f"**missed: {worst:g} in the worst run**"
@@ -182,6 +189,8 @@ def _num(value: float, digits: int) -> str:
 def goal_text(figure: Figure) -> str:
     if figure.margin is not None:
         return f"ours − theirs ≤ {figure.margin:g}"
+    if figure.median_limit is not None:
+        return f"ours ≤ {figure.median_limit:g} (median)"
     if figure.limit is not None:
         return f"ours ≤ {figure.limit:g}"
     if figure.goal is None:

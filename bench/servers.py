@@ -116,12 +116,12 @@ def write_adk_app(workdir: Path) -> Path:
 
 
 def server_env(kind: Kind, workdir: Path, app: str | None = None) -> tuple[str, dict[str, str]]:
-    """The uvicorn app (``app``, for ours: another module serving our app) and the
+    """The uvicorn app (``app``: another module serving that kind's app) and the
     environment of one kind of server."""
     if kind == "ours":
         return app or OUR_APP, dict(OUR_ENV)
     path = write_adk_app(workdir)
-    return ADK_APP, {"PYTHONPATH": os.pathsep.join([str(ROOT), str(path)])}
+    return app or ADK_APP, {"PYTHONPATH": os.pathsep.join([str(ROOT), str(path)])}
 
 
 def free_port() -> int:

@@ -48,6 +48,13 @@
 //                          into every frame, which is what that transport does)
 //   closeStreamAt, pingIntervalMs, sendOnlyLastMessages
 //                          "ws" only: passed to WebSocketChatTransport
+//   lastMessageOnly        the page sends only the chat's last message; the server
+//                          completes the chat from its record (docs/adr/0069):
+//                          "recipe": the AI SDK's persistence recipe as README shows it,
+//                          body { id, message, trigger, messageId } ("http");
+//                          "messages": `messages: [last]` (prepareSendMessagesRequest for
+//                          "http" and "ws-stock", sendOnlyLastMessages for "ws")
+//   initialMessages        the page's chat when it loads (useChat({ id, messages }))
 //   sendAutomaticallyWhen  "none" | "approvals" | "tool-calls" | "both"
 //   toolOutputs            {toolName: {output} | {errorText}, afterApproval?}:
 //                          browser tools answered from onToolCall; with
@@ -920,6 +927,13 @@ function validateJob(job) {
       problems.push(`"${key}" needs "transport": "ws"`);
     }
   }
+  const lastOnly = job?.lastMessageOnly;
+  if (lastOnly !== undefined && !['recipe', 'messages'].includes(lastOnly)) {
+    problems.push('"lastMessageOnly" must be "recipe" or "messages"');
+  }
+  if (lastOnly === 'recipe' && transport !== 'http') {
+    problems.push('"lastMessageOnly": "recipe" is a POST body: it needs "transport": "http"');
+  }
   const client = job?.client ?? '6';
   if (!(client in CLIENT_PACKAGES)) {
     problems.push(`"client" must be one of ${Object.keys(CLIENT_PACKAGES)}`);
@@ -1500,7 +1514,7 @@ async function createContext(job) {
     ctx.recorder = createRecorder({ maxRequests, touch: ctx.touch });
   }
   ctx.transport = createTransport(ctx);
-  ctx.chat = createChat(ctx, undefined);
+  ctx.chat = createChat(ctx, job.initialMessages);
   return ctx;
 }
 
@@ -1516,7 +1530,7 @@ function createTransport(ctx) {
       ...(job.body !== undefined ? { body: job.body } : {}),
       closeStreamAt: job.closeStreamAt,
       pingIntervalMs: job.pingIntervalMs,
-      sendOnlyLastMessages: job.sendOnlyLastMessages,
+      sendOnlyLastMessages: job.sendOnlyLastMessages ?? job.lastMessageOnly === 'messages',
       onControl: frame => {
         ctx.onControlFrames.push(frame);
         if (frame?.type !== 'pong') ctx.touch();
@@ -1529,13 +1543,33 @@ function createTransport(ctx) {
       webSocket: ctx.recorder.WebSocket,
       ...(job.headers !== undefined ? { headers: job.headers } : {}),
       ...(job.body !== undefined ? { body: job.body } : {}),
+      ...(job.lastMessageOnly === 'messages'
+        ? { prepareSendMessagesRequest: ({ messages }) => ({ messages: messages.slice(-1) }) }
+        : {}),
     });
   }
   return new ai.DefaultChatTransport({
     api: job.api,
     headers: job.headers,
     ...(job.body !== undefined ? { body: job.body } : {}),
+    ...(job.lastMessageOnly !== undefined
+      ? { prepareSendMessagesRequest: lastMessageRequest(job.lastMessageOnly) }
+      : {}),
     fetch: ctx.recorder.fetch,
+  });
+}
+
+// POST /stream's body with only the chat's last message: the recipe's `message`, or
+// `messages: [last]`; the trigger and the message id go along (a regeneration, an edit).
+function lastMessageRequest(mode) {
+  return ({ id, messages, body, trigger, messageId }) => ({
+    body: {
+      ...body,
+      id,
+      ...(mode === 'recipe' ? { message: messages.at(-1) } : { messages: messages.slice(-1) }),
+      trigger,
+      messageId,
+    },
   });
 }
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from bench import instructions, layer
+from bench import instructions, layer, longchats
 from bench.__main__ import BENCHMARKS as MODULES
 from bench.__main__ import report, run
-from bench.core import SIZES
+from bench.core import SIZES, Figure
 
 # The modules run together (``python -m bench --only ...``) -> the benchmarks they yield.
 GROUPS: dict[tuple[str, ...], tuple[str, ...]] = {
@@ -36,6 +36,7 @@ GROUPS: dict[tuple[str, ...], tuple[str, ...]] = {
     ("soak",): ("10 soak",),
     ("chats",): ("11 chats",),
     ("browser",): ("12 browser",),
+    ("longchats",): ("13 long chats SQLite", "13 long chats compaction"),
 }
 # These start fresh servers every run: size.load_runs runs, not size.runs.
 LOAD_BENCHMARKS = ("3 ", "6 load shedding", "7 scale-out: 2 workers")
@@ -61,10 +62,16 @@ def test_the_benchmarks_yield_figures_and_a_table(only: tuple[str, ...], tmp_pat
 
     assert {f.benchmark for f in figures} == set(GROUPS[only])
     for figure in figures:
+        if figure.na:  # not measurable on this version: no values, and it says why
+            assert not figure.ours and not figure.theirs and figure.verdict().startswith("n/a")
+            continue
         runs = size.load_runs if figure.benchmark.startswith(LOAD_BENCHMARKS) else size.runs
         assert len(figure.ours) == runs, figure
         assert len(figure.theirs) == runs, figure
         assert all(math.isfinite(v) and v >= 0 for v in figure.ours + figure.theirs), figure
+
+    if only == ("longchats",):
+        _long_chats_are_sane(figures)
 
     results = tmp_path / "RESULTS.md"
     results.write_text(report(size, figures, seconds=1.0), encoding="utf-8")
@@ -72,6 +79,51 @@ def test_the_benchmarks_yield_figures_and_a_table(only: tuple[str, ...], tmp_pat
     assert "| cores |" in text and "| Python |" in text
     for benchmark in GROUPS[only]:
         assert f"| {benchmark} |" in text
+
+
+def _long_chats_are_sane(figures: list[Figure]) -> None:
+    """Benchmark 13's figures say what a turn did: both servers used CPU, read the session
+    and wrote to the disk; stock useChat's body grows with the chat and ADK's does not."""
+    by_metric = {f.metric: f for f in figures}
+    for length in (1, 3):
+        for metric in ("server CPU per turn", "history loading (session reads' CPU)"):
+            figure = by_metric[f"{length} prior: {metric}"]
+            assert min(figure.ours + figure.theirs) > 0, figure
+        written = by_metric[f"{length} prior: bytes written per turn (the server's writes to disk)"]
+        assert min(written.ours + written.theirs) > 0, written
+    body = "request body (stock useChat)"
+    one, three = by_metric[f"1 prior: {body}"], by_metric[f"3 prior: {body}"]
+    assert min(three.ours) > 2 * max(one.ours), (one, three)  # two more turns of messages
+    assert three.theirs == one.theirs  # ADK's client sends the new message only
+
+
+@pytest.mark.out_of_process  # the benchmarks' servers and a private PostgreSQL
+@pytest.mark.bench
+def test_long_chats_on_postgresql_count_the_wal_of_each_turn() -> None:
+    """Benchmark 13 on its private PostgreSQL (``python -m bench`` runs it at ``moderate``
+    only): every turn on both servers writes WAL and reads its session."""
+    lengths = (1, 3)
+    turns = longchats.measure_store("postgres", lengths, 1)["turns"]
+    figures = longchats.figures_of("postgres", turns, lengths)
+
+    for who in ("ours", "adk"):
+        for length in lengths:
+            (turn,) = turns[(who, length)]
+            assert turn.ok and turn.written > 0 and turn.history > 0, (who, length, turn)
+    assert {f.benchmark for f in figures} == {"13 long chats PostgreSQL"}
+
+
+@pytest.mark.out_of_process  # the benchmarks' servers: uvicorn processes
+@pytest.mark.bench
+def test_long_chats_with_compaction_compact_and_yield_a_ratio() -> None:
+    """Benchmark 13's compaction figure, which ``python -m bench`` measures only on a version
+    that bounds a turn's reads by a compaction: both servers' chats get compacted (a chat of
+    12 turns, a window of 10), and each yields its ratio."""
+    figure, made = longchats.measure_compaction(longchats.compaction_lengths(SIZES["tiny"]), 1)
+
+    assert made["ours"] >= 1 and made["adk"] >= 1, made
+    assert len(figure.ours) == len(figure.theirs) == 1
+    assert all(math.isfinite(v) and v > 0 for v in figure.ours + figure.theirs), figure
 
 
 @pytest.mark.out_of_process  # the benchmarks' servers: uvicorn processes

@@ -80,7 +80,7 @@ SMALL_LIMITS = RequestLimits(
     max_request_bytes=64 * 1024,
     max_message_chars=40,
     max_parts_per_message=4,
-    max_messages_per_request=3,
+    max_added_bytes=64 * 1024,
     max_json_depth=8,
     max_file_bytes=16,
 )
@@ -352,7 +352,8 @@ ROLES = st.sampled_from(["user", "user", "user", "assistant", "system", "tool", 
 def chat_payloads(draw: st.DrawFn, chat_ids: Strategy[Any] = CHAT_IDS) -> dict[str, Any]:
     """A ``DefaultChatTransport`` body, near-valid: the right skeleton, with wrong kinds of value,
     unknown part types, tool parts in any state with any approval, odd data URLs, and now and
-    then more messages or parts than the default limits allow."""
+    then many messages (no limit counts them: ADR 0069) or more parts than the default
+    limits allow."""
     messages = draw(
         st.lists(
             record(
@@ -365,7 +366,7 @@ def chat_payloads(draw: st.DrawFn, chat_ids: Strategy[Any] = CHAT_IDS) -> dict[s
     if messages and draw(st.integers(0, 31)) == 31:
         over = draw(st.sampled_from(["messages", "parts"]))
         if over == "messages":
-            messages = messages[-1:] * (DEFAULT_LIMITS.max_messages_per_request + 1)
+            messages = messages[-1:] * 1_001  # the count the removed limit refused
         elif isinstance(messages[-1].get("parts"), list) and messages[-1]["parts"]:
             parts = messages[-1]["parts"][:1] * (DEFAULT_LIMITS.max_parts_per_message + 1)
             messages[-1] = {**messages[-1], "parts": parts}
@@ -642,7 +643,6 @@ def file_size(url: str) -> int:
 
 def assert_accepted_request_is_sound(request: ChatRequest, limits: RequestLimits) -> None:
     """Within every limit, every decision a JSON boolean, and no lone surrogate inside."""
-    assert len(request.messages) <= limits.max_messages_per_request
     for message in request.messages:
         # A steering message's parts count as the message's own: they are the user's input.
         steered = [
@@ -727,7 +727,7 @@ def around(limit: int, least: int) -> Strategy[int]:
 
 @PURE
 @given(
-    messages=around(SMALL_LIMITS.max_messages_per_request, 1),
+    messages=st.sampled_from([1, 2, 3, 4]),  # counted by no limit (ADR 0069)
     parts=around(SMALL_LIMITS.max_parts_per_message, 2),  # a text and a file at least
     chars=around(SMALL_LIMITS.max_message_chars, 0),
     file_bytes=around(SMALL_LIMITS.max_file_bytes, 0),
@@ -753,8 +753,7 @@ def test_a_request_within_the_limits_is_read_and_one_past_a_limit_refused_with_4
     earlier = [user_message("hi", f"u-{n}") for n in range(messages - 1)]
     result = outcome(lambda: parse_chat_body(json.dumps(chat_body("c", *earlier, last)), limits))
     over = (
-        messages > limits.max_messages_per_request
-        or parts > limits.max_parts_per_message
+        parts > limits.max_parts_per_message
         or chars > limits.max_message_chars
         or file_bytes > limits.max_file_bytes
     )

@@ -17,7 +17,8 @@ Any other Python block of the README is named in `NOT_RUN`, with why no test run
 A TypeScript block right after `<!-- readme-tsx: NAME -->` is type-checked as the page's own
 code, with the playground's TypeScript and settings, once on ai 7 (`@ai-sdk/react` 4) and once
 on ai 6 (`@ai-sdk/react` 3), as the playground's two builds: `chat-recipe` ("Chats"), with
-`TSX_NAMES` for what it takes from the rest of the page.
+`TSX_NAMES` for what it takes from the rest of the page, and `last-message-recipe` ("Sending
+only the last message"); `last-message-socket` (ai 7's own socket transport) on ai 7 only.
 """
 
 from __future__ import annotations
@@ -225,16 +226,26 @@ AI_PACKAGES = {
 }
 
 
+# Each block, and the builds it is for: ai 7's own socket transport is not in ai 6.
+TSX_BLOCKS = {
+    "chat-recipe": ("6", "7"),
+    "last-message-recipe": ("6", "7"),
+    "last-message-socket": ("7",),
+}
+
+
 @pytest.mark.out_of_process  # tsc, in Node
-@pytest.mark.parametrize("ai", sorted(AI_PACKAGES))
-def test_the_readme_chat_recipe_type_checks(ai: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("name", "ai"), [(name, ai) for name, builds in TSX_BLOCKS.items() for ai in builds]
+)
+def test_the_readme_chat_recipes_type_check(name: str, ai: str, tmp_path: Path) -> None:
     blocks = {m["name"]: m["body"] for m in TSX_BLOCK.finditer(README.read_text(encoding="utf-8"))}
-    assert set(blocks) == {"chat-recipe"}, "README.md: missing or unknown `readme-tsx` blocks"
+    assert set(blocks) == set(TSX_BLOCKS), "README.md: missing or unknown `readme-tsx` blocks"
     node = shutil.which("node")
     modules = PLAYGROUND / "node_modules"
     tsc = modules / "typescript" / "bin" / "tsc"
     assert node is not None and tsc.is_file(), "needs Node and playground/node_modules (npm ci)"
-    (tmp_path / "recipe.tsx").write_text(blocks["chat-recipe"], encoding="utf-8")
+    (tmp_path / "recipe.tsx").write_text(blocks[name], encoding="utf-8")
     (tmp_path / "names.ts").write_text(TSX_NAMES, encoding="utf-8")
     options = json.loads((PLAYGROUND / "tsconfig.json").read_text(encoding="utf-8"))
     paths = {name: [str(modules / package)] for name, package in AI_PACKAGES[ai].items()}
@@ -253,6 +264,8 @@ def test_the_readme_chat_recipe_type_checks(ai: str, tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    # Checked against the build's own packages.
-    for package in AI_PACKAGES[ai].values():
+    # Checked against the build's own packages (those the block imports).
+    imported = [p for name_, p in AI_PACKAGES[ai].items() if f'from "{name_}"' in blocks[name]]
+    assert imported, f"{name} imports neither ai nor @ai-sdk/react"
+    for package in imported:
         assert f"/node_modules/{package}/dist/" in done.stdout, (package, done.stdout)

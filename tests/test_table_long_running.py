@@ -116,8 +116,11 @@ def test_on_the_live_connection_a_backends_result_waits_for_the_socket_to_close(
     # The open socket holds the chat (its live model runs only while it is open): busy.
     assert _deliver(desk, output["toolCallId"], {"status": "fixed"}) == 409
     desk.close()
-    # Closed, the result continues the call; the page finds it in the chat on its next turn.
+    # Closed, the result continues the call, in an answer the page did not see: sent as the
+    # page stands, its chat is not the server's (docs/adr/0069). Read back, it goes on.
     assert _deliver(desk, output["toolCallId"], {"status": "fixed"}) == 202
+    assert "reload the chat (GET /chats/{chatId})" in desk.refused_send("how is my ticket")
+    desk.reload()
     assert desk.send("how is my ticket").text == "Your ticket is fixed."
     assert ledger.lines == ["escalated screen"], "the function ran once"
 

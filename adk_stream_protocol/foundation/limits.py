@@ -27,7 +27,9 @@ class RequestLimits:
     max_request_bytes: int
     max_message_chars: int
     max_parts_per_message: int
-    max_messages_per_request: int
+    # Bytes of JSON a request adds to the chat's record (docs/adr/0069): checked once the
+    # request is joined to the record, before the record or the session is touched.
+    max_added_bytes: int
     max_json_depth: int
     max_file_bytes: int
     # What a request's `state` field may write: keys under the prefix (none when it is empty),
@@ -42,7 +44,7 @@ class RequestLimits:
             max_request_bytes=settings.max_request_bytes,
             max_message_chars=settings.max_message_chars,
             max_parts_per_message=settings.max_parts_per_message,
-            max_messages_per_request=settings.max_messages_per_request,
+            max_added_bytes=settings.max_added_bytes,
             max_json_depth=settings.max_json_depth,
             max_file_bytes=settings.max_file_bytes,
             state_prefix=settings.shared_state_prefix,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -111,9 +112,13 @@ class Settings(BaseSettings):
     max_request_bytes: int = Field(default=20 * 1024 * 1024, gt=0)
     # Characters of text in one user message (what goes to the model).
     max_message_chars: int = Field(default=200_000, gt=0)
-    # Parts in one message, and messages in one request (the client sends the whole chat).
+    # Parts in one message.
     max_parts_per_message: int = Field(default=1_000, gt=0)
-    max_messages_per_request: int = Field(default=1_000, gt=0)
+    # Bytes of JSON a request adds to the chat's record: its messages the record does not hold
+    # as sent (new, or changed: an answered approval, an edit). A whole chat the server already
+    # holds adds little, however long (docs/adr/0069); a turn's user message with a largest
+    # file (base64) fits.
+    max_added_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
     # Nesting of JSON in a body or frame. The JSON parser itself stops at 200 levels.
     max_json_depth: int = Field(default=64, gt=0, le=200)
     # Bytes of one file part, decoded.
@@ -202,6 +207,25 @@ class Settings(BaseSettings):
         needs a live model."""
         model = self.resolved_model()
         return model if is_offline_model(model) else self.live_model
+
+
+# Settings an earlier version read, and what took their place: one set is ignored, with a
+# WARNING at start (docs/adr/0069).
+REMOVED_SETTINGS = {
+    "ADK_STREAM_MAX_MESSAGES_PER_REQUEST": (
+        "a chat is bounded by bytes now: ADK_STREAM_MAX_REQUEST_BYTES for a request, "
+        "ADK_STREAM_MAX_ADDED_BYTES for what it adds to the chat's record"
+    ),
+}
+
+
+def removed_settings(environ: Mapping[str, str]) -> list[str]:
+    """A sentence for each removed setting that ``environ`` still sets."""
+    return [
+        f"{name} is no longer read and is ignored: {instead}"
+        for name, instead in REMOVED_SETTINGS.items()
+        if name in environ
+    ]
 
 
 def default_playground_dir() -> Path:

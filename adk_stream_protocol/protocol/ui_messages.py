@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, PrivateAttr, ValidationError
+from pydantic import Field, PrivateAttr, ValidationError, model_validator
 from pydantic_core import to_json
 
 from adk_stream_protocol.foundation.errors import RequestError
@@ -68,7 +68,10 @@ class UIMessage(UIModel):
 
 
 class ChatRequest(UIModel):
-    """The body of ``POST /stream`` as ``DefaultChatTransport`` sends it.
+    """The body of ``POST /stream`` as ``DefaultChatTransport`` sends it: the whole chat in
+    ``messages``, or only its last message(s), or, as the AI SDK's persistence recipe sends
+    it, the last message alone as ``message``. The server completes a chat sent in part from
+    its record (``turns/chat_joins.py``, docs/adr/0069); ``messages`` are the ones sent.
 
     Fields an app adds through the transport's ``body`` option are ignored, except
     ``aiSdk``: an ai 7 app that sends ``"aiSdk": 7`` gets what ai 7 adds to the stream
@@ -77,14 +80,29 @@ class ChatRequest(UIModel):
     """
 
     id: Annotated[str, Field(pattern=CHAT_ID_PATTERN)]
-    messages: Annotated[list[UIMessage], Field(min_length=1)]
+    messages: Annotated[list[UIMessage], Field(min_length=1)] = Field(default_factory=list)
+    # The recipe's `{ id, message }`: read as `messages: [message]`.
+    message: UIMessage | None = Field(default=None, exclude=True)
     trigger: Literal["submit-message", "regenerate-message"] = "submit-message"
     message_id: str | None = None
     ai_sdk: Literal[6, 7] = 6
     # The page's changes to the shared state (docs/adr/0044): {"ui:theme": "dark"}.
     state: dict[str, UnknownJson] | None = None
-    # The JSON as it arrived (unknown keys kept), for a recording (docs/adr/0026).
+    # The JSON as it arrived (unknown keys kept; `message` as `messages`), for a recording
+    # (docs/adr/0026); once completed from the record, with the whole chat in `messages`.
     _payload: Any = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _one_message_list(self) -> ChatRequest:
+        sent_messages = "messages" in self.model_fields_set
+        if self.message is not None and sent_messages:
+            raise ValueError("send the chat's messages as `messages` or `message`, not both")
+        if self.message is not None:
+            self.messages = [self.message]
+            self.message = None
+        elif not sent_messages:
+            raise ValueError("the request needs `messages` (or `message`)")
+        return self
 
     @property
     def payload(self) -> Any:
@@ -96,6 +114,20 @@ class ChatRequest(UIModel):
     @property
     def last_message(self) -> UIMessage:
         return self.messages[-1]
+
+    @property
+    def chat_messages(self) -> list[Any]:
+        """The chat's messages as JSON: those sent, after the ones of the record they
+        continue once the request is completed (``completed``)."""
+        messages: list[Any] = self.payload["messages"]
+        return messages
+
+    def completed(self, earlier: list[Any]) -> ChatRequest:
+        """This request with the record's ``earlier`` messages before the ones it sent: what
+        the planner and the record see. ``messages`` stay the ones sent (validated)."""
+        copy = self.model_copy()
+        copy._payload = {**self.payload, "messages": [*earlier, *self.payload["messages"]]}
+        return copy
 
 
 def parse_chat_body(raw: bytes | str, limits: RequestLimits) -> ChatRequest:
@@ -110,18 +142,20 @@ def parse_chat_request(payload: Any, limits: RequestLimits) -> ChatRequest:
     except ValidationError as exc:
         raise RequestError(422, readable_validation_error(exc)) from None
     check_limits(request, limits)
+    last = request.last_message
+    if request.trigger == "submit-message" and request.message_id not in (None, last.id):
+        # Before the request is held against the chat's record: it names no message there.
+        raise RequestError(422, f"messageId {request.message_id!r} does not name the last message")
+    if isinstance(payload, dict) and "message" in payload:
+        sent = payload["message"]
+        payload = {key: value for key, value in payload.items() if key != "message"}
+        payload["messages"] = [sent]
     request._payload = payload
     return request
 
 
 def check_limits(request: ChatRequest, limits: RequestLimits) -> None:
     check_state_field(request.state or {}, limits)
-    if len(request.messages) > limits.max_messages_per_request:
-        raise RequestError(
-            413,
-            f"the request holds {len(request.messages)} messages; the limit is "
-            f"{limits.max_messages_per_request}",
-        )
     for message in request.messages:
         parts = message.part_count()
         if parts > limits.max_parts_per_message:

@@ -9,6 +9,7 @@ creates no files.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -23,7 +24,7 @@ from adk_stream_protocol.foundation.security import (
     add_http_policies,
     redact_query_strings_in_server_logs,
 )
-from adk_stream_protocol.foundation.settings import Settings
+from adk_stream_protocol.foundation.settings import Settings, removed_settings
 from adk_stream_protocol.observability.adk_logs import AdkLogs, installed
 from adk_stream_protocol.server.adk_imports import skip_absent_a2a
 from adk_stream_protocol.server.agents import serve_agents
@@ -57,6 +58,8 @@ def create_app(
         # Here, not at import: uvicorn sets its loggers up before the lifespan runs.
         redact_query_strings_in_server_logs()
         skip_absent_a2a()  # ADK would try the import on every run (docs/adr/0049)
+        for removed in removed_settings(os.environ):  # docs/adr/0069
+            logger.warning("%s", removed)
         served = serve_agents(settings, agent)
         # The store the app uses from here on: its own by default (docs/adr/0024).
         store = store_url(settings.session_store, served.name)

@@ -2,12 +2,13 @@
 changed, so that chats can be listed and restored without reading ADK's events
 (docs/adr/0043-chat-index.md).
 
-One row per (app, user, chat), in the session store's own database (``chat_tables.py``: a
-table beside ADK's, on SQLite or PostgreSQL), or in this process for an in-memory store
+One row per (app, user, chat) and one per message, in the session store's own database
+(``chat_tables.py``: tables beside ADK's, on SQLite or PostgreSQL; a write stores only the
+messages that are new or changed, docs/adr/0069), or in this process for an in-memory store
 (``InMemoryChatIndex``). Both follow the same rules, which keep a chat consistent when
 requests on it race (several tabs, several processes):
 
-- ``record_messages`` writes the messages, the title and what waits in one statement. With
+- ``record_messages`` writes the messages, the title and what waits in one step. With
   ``create=True`` it creates the chat if it is missing (two first writes of one chat make
   one row); with ``create=False`` it only updates a chat that exists, so the end of a
   response never brings back a chat deleted meanwhile.
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 import re
 import time
@@ -180,9 +182,15 @@ def waiting_of(messages: list[dict[str, Any]]) -> Waiting | None:
     return None
 
 
-def messages_json(messages: list[dict[str, Any]]) -> str:
-    """The messages as stored (compact JSON; a value that is not JSON raises here)."""
-    return json.dumps(messages, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+def message_json(message: dict[str, Any]) -> str:
+    """A message as stored (compact JSON; a value that is not JSON raises here)."""
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def message_digest(stored: str) -> str:
+    """What tells a stored message from a changed one: a digest of its stored JSON (128
+    bits, as hex)."""
+    return hashlib.blake2b(stored.encode(), digest_size=16).hexdigest()
 
 
 # -- time and cursors ---------------------------------------------------------------------------
@@ -232,7 +240,8 @@ class _Row:
     created_us: int
     updated_us: int
     waiting: Waiting | None
-    messages: str  # JSON, as a database holds it: what is read back is a copy
+    # Each message's JSON, as a database holds it: what is read back is a copy.
+    messages: list[str]
 
     def summary(self, chat_id: str) -> ChatSummary:
         return ChatSummary(
@@ -259,7 +268,7 @@ class InMemoryChatIndex(ChatIndex):
         *,
         create: bool = True,
     ) -> bool:
-        stored, now = messages_json(messages), now_us()
+        stored, now = [message_json(message) for message in messages], now_us()
         chats = self._rows.get((app, user), {})
         row = chats.get(chat_id)
         if row is None:
@@ -299,7 +308,7 @@ class InMemoryChatIndex(ChatIndex):
         row = self._rows.get((app, user), {}).get(chat_id)
         if row is None:
             return None
-        return ChatRecord(row.summary(chat_id), json.loads(row.messages))
+        return ChatRecord(row.summary(chat_id), [json.loads(text) for text in row.messages])
 
     async def rename(self, app: str, user: str, chat_id: str, title: str) -> bool:
         row = self._rows.get((app, user), {}).get(chat_id)

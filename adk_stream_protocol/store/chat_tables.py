@@ -1,18 +1,28 @@
-"""The chat index as a table in the session store's database (docs/adr/0043-chat-index.md).
+"""The chat index as tables in the session store's database (docs/adr/0043-chat-index.md,
+docs/adr/0069-chat-record-by-message.md).
 
-``adk_stream_chats`` sits beside ADK's tables: on PostgreSQL it is reached through ADK's own
-engine (its pool and timeouts), on SQLite through a connection of its own to the same file
-(ADK's SQLite store has no SQLAlchemy, which the default install does not bring). Each
-operation is one SQL statement, the same text on both (upsert, row values, ``CASE``), so each
-is atomic in the database and the rules of ``chat_index.py`` hold across processes:
+``adk_stream_chats`` (one row per chat: title, times, what it waits for) and
+``adk_stream_chat_messages`` (one row per message of a chat, with a digest of its JSON) sit
+beside ADK's tables: on PostgreSQL they are reached through ADK's own engine (its pool and
+timeouts), on SQLite through a connection of its own to the same file (ADK's SQLite store has
+no SQLAlchemy, which the default install does not bring). Every statement has the same text on
+both (upsert, row values, ``CASE``), and the rules of ``chat_index.py`` hold across processes:
 
 - a first write of a chat is ``INSERT … ON CONFLICT DO UPDATE``: two processes make one row;
 - the title is replaced only ``CASE WHEN NOT title_set``: a rename is never lost;
 - ``create=False`` is a plain ``UPDATE``: it cannot bring back a deleted chat;
 - ``updated_at_us`` only moves forward.
 
+Recording a chat's messages is one transaction that begins with the chat's row (its row lock,
+on SQLite the write lock, orders two writers of a chat), reads the digests of the stored
+messages, and writes only the messages that are new or changed, then drops those past the
+chat's end: a turn writes what it added, not the whole chat (ADR 0069). A chat recorded by an
+earlier version holds its messages as one JSON array in ``adk_stream_chats.messages``; it is
+read as it is, and moved into message rows (the column emptied) by its first write. Reading a
+chat is one statement (the chat's row joined with its messages), so it sees one state.
+
 Listing reads the index ``(app_name, user_id, updated_at_us, chat_id)`` backwards from the
-cursor, never ``messages``.
+cursor, never the messages.
 """
 
 from __future__ import annotations
@@ -20,7 +30,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -36,7 +47,8 @@ from adk_stream_protocol.store.chat_index import (
     check_limit,
     decode_cursor,
     encode_cursor,
-    messages_json,
+    message_digest,
+    message_json,
     now_us,
     title_of,
     utc_time,
@@ -46,18 +58,24 @@ from adk_stream_protocol.store.sessions import database_engine
 
 if TYPE_CHECKING:
     import aiosqlite
-    from sqlalchemy.ext.asyncio import AsyncEngine
+    from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 logger = logging.getLogger(__name__)
 
 TABLE = "adk_stream_chats"
-# The PostgreSQL advisory lock under which ``prepare`` creates the table, so that processes
-# starting together create it one at a time (two concurrent CREATE TABLE IF NOT EXISTS can
+MESSAGES_TABLE = "adk_stream_chat_messages"
+# The PostgreSQL advisory lock under which ``prepare`` creates the tables, so that processes
+# starting together create them one at a time (two concurrent CREATE TABLE IF NOT EXISTS can
 # still collide on pg_type). The first 8 bytes of sha256(b"adk-stream-protocol/chat-index-table")
 # as a signed 64-bit integer (0xed9965b366081b66).
 TABLE_LOCK_KEY = -1325916794098541722
 # A SQLite writer waits this long for another process's write to end.
 SQLITE_BUSY_SECONDS = 5.0
+# ``adk_stream_chats.messages`` of a chat whose messages are rows of MESSAGES_TABLE. Anything
+# else is the JSON array an earlier version wrote there (ADR 0069).
+IN_ROWS = ""
+# Message rows written by one statement (3 parameters each: well under SQLite's 32,766).
+ROWS_PER_STATEMENT = 500
 
 # Ids as long as ADK's keys (its sessions table's VARCHAR(128)).
 CREATE_TABLE = f"""
@@ -77,11 +95,22 @@ CREATE_INDEX = (
     f"CREATE INDEX IF NOT EXISTS {TABLE}_recent "
     f"ON {TABLE} (app_name, user_id, updated_at_us, chat_id)"
 )
+# ``seq``: the message's place in the chat, from 0. ``digest``: of its stored JSON.
+CREATE_MESSAGES_TABLE = f"""
+CREATE TABLE IF NOT EXISTS {MESSAGES_TABLE} (
+    app_name VARCHAR(128) NOT NULL,
+    user_id VARCHAR(128) NOT NULL,
+    chat_id VARCHAR(128) NOT NULL,
+    seq INTEGER NOT NULL,
+    digest VARCHAR(64) NOT NULL,
+    message TEXT NOT NULL,
+    PRIMARY KEY (app_name, user_id, chat_id, seq)
+)"""
 _KEY = "app_name = :app AND user_id = :user AND chat_id = :chat"
 UPSERT = f"""
 INSERT INTO {TABLE}
     (app_name, user_id, chat_id, title, title_set, created_at_us, updated_at_us, waiting, messages)
-VALUES (:app, :user, :chat, :title, FALSE, :now, :now, :waiting, :messages)
+VALUES (:app, :user, :chat, :title, FALSE, :now, :now, :waiting, '{IN_ROWS}')
 ON CONFLICT (app_name, user_id, chat_id) DO UPDATE SET
     title = CASE WHEN {TABLE}.title_set THEN {TABLE}.title ELSE excluded.title END,
     updated_at_us = CASE WHEN {TABLE}.updated_at_us > excluded.updated_at_us
@@ -93,8 +122,11 @@ UPDATE {TABLE} SET
     title = CASE WHEN title_set THEN title ELSE :title END,
     updated_at_us = CASE WHEN updated_at_us > :now THEN updated_at_us ELSE :now END,
     waiting = :waiting,
-    messages = :messages
+    messages = '{IN_ROWS}'
 WHERE {_KEY}"""
+DIGESTS = f"SELECT seq, digest FROM {MESSAGES_TABLE} WHERE {_KEY}"
+DROP_AFTER = f"DELETE FROM {MESSAGES_TABLE} WHERE {_KEY} AND seq >= :count"
+DROP_MESSAGES = f"DELETE FROM {MESSAGES_TABLE} WHERE {_KEY}"
 _SUMMARY = "chat_id, title, created_at_us, updated_at_us, waiting"
 _NEWEST_FIRST = "ORDER BY updated_at_us DESC, chat_id DESC LIMIT :limit"
 LIST_FIRST = (
@@ -104,22 +136,50 @@ LIST_AFTER = (
     f"SELECT {_SUMMARY} FROM {TABLE} WHERE app_name = :app AND user_id = :user"
     f" AND (updated_at_us, chat_id) < (:after_us, :after_chat) {_NEWEST_FIRST}"
 )
-GET = f"SELECT {_SUMMARY}, messages FROM {TABLE} WHERE {_KEY}"
+# The chat's row with each of its message rows (one row, message NULL, when it has none).
+GET = f"""
+SELECT c.chat_id, c.title, c.created_at_us, c.updated_at_us, c.waiting, c.messages, m.message
+FROM {TABLE} c LEFT JOIN {MESSAGES_TABLE} m
+    ON m.app_name = c.app_name AND m.user_id = c.user_id AND m.chat_id = c.chat_id
+WHERE c.app_name = :app AND c.user_id = :user AND c.chat_id = :chat
+ORDER BY m.seq"""
 RENAME = f"UPDATE {TABLE} SET title = :title, title_set = TRUE WHERE {_KEY}"
 DELETE = f"DELETE FROM {TABLE} WHERE {_KEY}"
 
 
-class _Database(Protocol):
-    """Where the statements run: each one on its own, committed."""
+def upsert_messages(count: int) -> str:
+    """The statement that writes ``count`` message rows (``:seq0, :digest0, :message0``…)."""
+    rows = ", ".join(
+        f"(:app, :user, :chat, :seq{i}, :digest{i}, :message{i})" for i in range(count)
+    )
+    return (
+        f"INSERT INTO {MESSAGES_TABLE} (app_name, user_id, chat_id, seq, digest, message) "
+        f"VALUES {rows} ON CONFLICT (app_name, user_id, chat_id, seq) DO UPDATE SET "
+        "digest = excluded.digest, message = excluded.message"
+    )
 
-    async def create(self) -> None: ...
 
+class _Statements(Protocol):
     async def write(self, sql: str, params: Mapping[str, Any]) -> int:
         """The rows the statement changed."""
 
     async def read(self, sql: str, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]: ...
 
+
+class _Database(_Statements, Protocol):
+    """Where the statements run: each one on its own, committed, or several in a
+    ``transaction``."""
+
+    async def create(self) -> None: ...
+
+    def transaction(self) -> AbstractAsyncContextManager[_Statements]:
+        """Statements committed together, or none of them (an exception rolls back)."""
+
     async def close(self) -> None: ...
+
+
+class _Unchanged(Exception):
+    """Ends a transaction that found nothing to write: rolled back."""
 
 
 class SqlChatIndex(ChatIndex):
@@ -128,7 +188,7 @@ class SqlChatIndex(ChatIndex):
 
     async def prepare(self) -> None:
         await self._database.create()
-        logger.info("chat index ready (table %s)", TABLE)
+        logger.info("chat index ready (tables %s, %s)", TABLE, MESSAGES_TABLE)
 
     async def record_messages(
         self,
@@ -139,17 +199,38 @@ class SqlChatIndex(ChatIndex):
         *,
         create: bool = True,
     ) -> bool:
+        key = {"app": app, "user": user, "chat": chat_id}
+        stored = [message_json(message) for message in messages]  # not JSON: raises here
         params = {
-            "app": app,
-            "user": user,
-            "chat": chat_id,
+            **key,
             "title": title_of(messages),
             "now": now_us(),
             "waiting": waiting_of(messages),
-            "messages": messages_json(messages),
         }
-        changed = await self._database.write(UPSERT if create else UPDATE, params)
-        return changed > 0
+        try:
+            async with self._database.transaction() as statements:
+                # The chat's row first: its lock orders two writers of the chat.
+                if not await statements.write(UPSERT if create else UPDATE, params):
+                    raise _Unchanged
+                held = {
+                    int(seq): str(digest) for seq, digest in await statements.read(DIGESTS, key)
+                }
+                changed = [
+                    (seq, digest, text)
+                    for seq, text in enumerate(stored)
+                    if held.get(seq) != (digest := message_digest(text))
+                ]
+                for first in range(0, len(changed), ROWS_PER_STATEMENT):
+                    batch = changed[first : first + ROWS_PER_STATEMENT]
+                    values: dict[str, Any] = dict(key)
+                    for i, (seq, digest, text) in enumerate(batch):
+                        values.update({f"seq{i}": seq, f"digest{i}": digest, f"message{i}": text})
+                    await statements.write(upsert_messages(len(batch)), values)
+                if any(seq >= len(stored) for seq in held):  # the chat was cut (a regeneration)
+                    await statements.write(DROP_AFTER, {**key, "count": len(stored)})
+        except _Unchanged:
+            return False
+        return True
 
     async def list_chats(
         self, app: str, user: str, *, limit: int, cursor: str | None = None
@@ -170,7 +251,11 @@ class SqlChatIndex(ChatIndex):
         rows = await self._database.read(GET, {"app": app, "user": user, "chat": chat_id})
         if not rows:
             return None
-        return ChatRecord(_summary(rows[0]), json.loads(rows[0][5]))
+        whole = rows[0][5]
+        if whole != IN_ROWS:  # written by an earlier version: moved to rows by the next write
+            return ChatRecord(_summary(rows[0]), json.loads(whole))
+        messages = [json.loads(row[6]) for row in rows if row[6] is not None]
+        return ChatRecord(_summary(rows[0]), messages)
 
     async def rename(self, app: str, user: str, chat_id: str, title: str) -> bool:
         params = {"app": app, "user": user, "chat": chat_id, "title": title}
@@ -178,7 +263,10 @@ class SqlChatIndex(ChatIndex):
 
     async def delete(self, app: str, user: str, chat_id: str) -> bool:
         params = {"app": app, "user": user, "chat": chat_id}
-        return await self._database.write(DELETE, params) > 0
+        async with self._database.transaction() as statements:
+            deleted = await statements.write(DELETE, params) > 0
+            await statements.write(DROP_MESSAGES, params)
+        return deleted
 
     async def close(self) -> None:
         await self._database.close()
@@ -193,6 +281,23 @@ def _summary(row: Sequence[Any]) -> ChatSummary:
         utc_time(int(updated_us)),
         cast("Waiting | None", waiting),
     )
+
+
+class _PostgresStatements:
+    def __init__(self, connection: AsyncConnection) -> None:
+        self._connection = connection
+
+    async def write(self, sql: str, params: Mapping[str, Any]) -> int:
+        from sqlalchemy import text
+
+        result = await self._connection.execute(text(sql), dict(params))
+        return int(result.rowcount)
+
+    async def read(self, sql: str, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
+        from sqlalchemy import text
+
+        result = await self._connection.execute(text(sql), dict(params))
+        return [tuple(row) for row in result]
 
 
 class PostgresDatabase:
@@ -215,33 +320,52 @@ class PostgresDatabase:
             )
             await connection.execute(text(CREATE_TABLE))
             await connection.execute(text(CREATE_INDEX))
+            await connection.execute(text(CREATE_MESSAGES_TABLE))
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[_Statements]:
+        async with self._engine.begin() as connection:
+            yield _PostgresStatements(connection)
 
     async def write(self, sql: str, params: Mapping[str, Any]) -> int:
-        from sqlalchemy import text
-
-        async with self._engine.begin() as connection:
-            result = await connection.execute(text(sql), dict(params))
-            return int(result.rowcount)
+        async with self.transaction() as statements:
+            return await statements.write(sql, params)
 
     async def read(self, sql: str, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
-        from sqlalchemy import text
-
         async with self._engine.connect() as connection:
-            result = await connection.execute(text(sql), dict(params))
-            return [tuple(row) for row in result]
+            return await _PostgresStatements(connection).read(sql, params)
 
     async def close(self) -> None:
         return None  # the engine is the session service's
 
 
+class _SqliteStatements:
+    def __init__(self, connection: aiosqlite.Connection) -> None:
+        self._connection = connection
+
+    async def write(self, sql: str, params: Mapping[str, Any]) -> int:
+        cursor = await self._connection.execute(sql, dict(params))
+        try:
+            return int(cursor.rowcount)
+        finally:
+            await cursor.close()
+
+    async def read(self, sql: str, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
+        rows = await self._connection.execute_fetchall(sql, dict(params))
+        return [tuple(row) for row in rows]
+
+
 class SqliteDatabase:
     """One connection of our own to the store's file, in autocommit: every statement is its
-    own transaction, so the requests that share the connection never share one."""
+    own transaction unless a ``transaction`` (``BEGIN IMMEDIATE``: the file's write lock at
+    once) holds it. The requests share the connection, so they take turns on it: a statement
+    never lands inside another request's transaction."""
 
     def __init__(self, path: Path) -> None:
         self._path = path
         self._connection: aiosqlite.Connection | None = None
         self._opening = asyncio.Lock()
+        self._turn = asyncio.Lock()
 
     async def _connected(self) -> aiosqlite.Connection:
         if self._connection is not None:
@@ -262,21 +386,32 @@ class SqliteDatabase:
 
     async def create(self) -> None:
         connection = await self._connected()
-        await connection.execute(CREATE_TABLE)
-        await connection.execute(CREATE_INDEX)
+        async with self._turn:
+            await connection.execute(CREATE_TABLE)
+            await connection.execute(CREATE_INDEX)
+            await connection.execute(CREATE_MESSAGES_TABLE)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[_Statements]:
+        connection = await self._connected()
+        async with self._turn:
+            await connection.execute("BEGIN IMMEDIATE")
+            try:
+                yield _SqliteStatements(connection)
+            except BaseException:
+                await connection.execute("ROLLBACK")
+                raise
+            await connection.execute("COMMIT")
 
     async def write(self, sql: str, params: Mapping[str, Any]) -> int:
         connection = await self._connected()
-        cursor = await connection.execute(sql, dict(params))
-        try:
-            return int(cursor.rowcount)
-        finally:
-            await cursor.close()
+        async with self._turn:
+            return await _SqliteStatements(connection).write(sql, params)
 
     async def read(self, sql: str, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
         connection = await self._connected()
-        rows = await connection.execute_fetchall(sql, dict(params))
-        return [tuple(row) for row in rows]
+        async with self._turn:
+            return await _SqliteStatements(connection).read(sql, params)
 
     async def close(self) -> None:
         if self._connection is not None:

@@ -343,6 +343,8 @@ class LiveConnection:
             # No response is open, so this socket holds no slot: take one for this response.
             self._slot.take()
             request = await self._parse_request(frame, size)
+            if not (request.last_message.role == "assistant" and self._stored.waiting):
+                request = await self._completed(request)
             if request.last_message.role == "assistant" and self._stored.waiting:
                 await self._stored.answer(request, sink, self._run, on_end=self._slot.release)
             elif request.last_message.role == "assistant":
@@ -360,6 +362,23 @@ class LiveConnection:
             sink.end_unless_opened()  # refused: no response will end the answer
             if (self._turn is None or self._turn.response is None) and not self._stored.answering:
                 self._slot.release()  # refused, or already ended
+
+    async def _completed(self, request: ChatRequest) -> ChatRequest:
+        """The request completed from the chat's record (docs/adr/0069), under the socket's
+        lease (a stored pause's answer is completed under its own); a store that is down is
+        the request's refusal, saying to try again."""
+        services = self._services
+        try:
+            return await services.responses.records.complete(
+                self._held.chat, request, max_added_bytes=services.settings.max_added_bytes
+            )
+        except RequestError:
+            raise
+        except Exception as exc:
+            refusal = services.runtime.outages.refusal(exc, f"a message of chat={self.chat_id}")
+            if refusal is None:
+                raise
+            raise refusal from exc
 
     async def _parse_request(self, frame: dict[str, Any], size: int) -> ChatRequest:
         request = await run_bounded(size, parse_frame, frame, self._io.limits)

@@ -3,10 +3,12 @@
 The chat's messages are kept as the page held them when each response ended
 (docs/adr/0042): the messages the client held when it sent the request, with the response's
 delivered chunks folded onto them as ``useChat`` folds them (``protocol/message_fold.py``).
-They are stored when the response begins (a page that reloads mid-answer finds its question
-and resumes the answer onto it) and again before its ``[DONE]`` goes out, so a page that has
-the end of a response finds it in ``GET /chats/{chatId}``. Both writes happen under the chat's
-lease.
+A request that sent only the chat's last message(s) is first completed from the record
+(``complete``, docs/adr/0069): the record stays whole, and only the messages a response adds
+or changes are written. They are stored when the response begins (a page that reloads
+mid-answer finds its question and resumes the answer onto it) and again before its
+``[DONE]`` goes out, so a page that has the end of a response finds it in
+``GET /chats/{chatId}``. Both writes happen under the chat's lease.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from adk_stream_protocol.protocol.message_fold import Message, MessageFold
 from adk_stream_protocol.protocol.tool_calls import APPROVAL_CANCELLED_RESULT, DISCONNECTED_RESULT
 from adk_stream_protocol.protocol.ui_messages import ChatRequest
 from adk_stream_protocol.store.chat_index import ChatIndex
+from adk_stream_protocol.turns.chat_joins import join_chat
 
 logger = logging.getLogger(__name__)
 
@@ -138,6 +141,18 @@ class ChatRecords:
         self._app = app
         self._recorder = recorder
 
+    async def complete(
+        self, chat: ChatKey, request: ChatRequest, *, max_added_bytes: int
+    ) -> ChatRequest:
+        """The request with the chat's recorded messages before the ones it sent, under the
+        chat's lease, before it is planned (docs/adr/0069): 409 when it does not fit the
+        record, 413 when it adds more than ``max_added_bytes`` to it."""
+        user, chat_id = chat
+        stored = await self.index.get_chat(self._app, user, chat_id)
+        held = stored.messages if stored is not None else None
+        earlier = join_chat(held, request, max_added_bytes=max_added_bytes)
+        return request.completed(earlier) if earlier else request
+
     async def open(
         self,
         transport: Transport,
@@ -161,7 +176,7 @@ class ChatRecords:
             # The client's state when it sent the request, as sent: an edit or a regeneration
             # has cut it at the branch, and after a stop only the page knows how far it read.
             # A credential the page answered with is not kept (docs/adr/0065).
-            messages = messages_without_secrets(request.payload["messages"])
+            messages = messages_without_secrets(request.chat_messages)
             new_message = request.last_message.role == "user"
             if not await chats.record_messages(app, user, chat_id, messages, create=new_message):
                 return ResponseRecords(recording, None)  # deleted: nothing to keep

@@ -98,6 +98,10 @@ async def _begin(
     responses = services.responses
     try:
         async with responses.opening(chat, lease) as log:
+            # A chat sent in part is completed from its record (docs/adr/0069).
+            request = await responses.records.complete(
+                chat, request, max_added_bytes=services.settings.max_added_bytes
+            )
             plan, shared_state = await plan_request(
                 services.runners,
                 chat[0],

@@ -104,6 +104,9 @@ class StoredPause:
         history, unless the chat waits again."""
         services, lease = self._services, _LentLease(self._lease)
         async with services.responses.opening(self._chat, lease) as log:
+            request = await services.responses.records.complete(
+                self._chat, request, max_added_bytes=services.settings.max_added_bytes
+            )
             plan, shared_state = await plan_request(
                 services.runners,
                 self._chat[0],

@@ -88,10 +88,10 @@ export interface WebSocketChatTransportOptions {
   onControl?: (frame: ControlFrame) => void;
   /**
    * Send only the last message instead of the whole history (default false).
-   * Frames stay small, but the server must already hold the history: the
-   * first request of a chat, a chat moved from another transport, and
-   * `regenerate` need the full list, which is what `DefaultChatTransport`
-   * would POST and what the server expects by default.
+   * Frames stay small: the server puts the chat's earlier messages from its
+   * record before it (regenerate and edits included), and answers a page
+   * whose chat is not the server's with an error that says to read the chat
+   * again (`GET /chats/{chatId}`).
    */
   sendOnlyLastMessages?: boolean;
   /**

@@ -155,7 +155,7 @@ def test_steering_files_and_text_count_toward_the_limits() -> None:
         max_request_bytes=1 << 20,
         max_message_chars=5,
         max_parts_per_message=3,
-        max_messages_per_request=3,
+        max_added_bytes=1 << 20,
         max_json_depth=32,
         max_file_bytes=4,
     )

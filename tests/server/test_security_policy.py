@@ -66,7 +66,9 @@ def test_api_docs_are_served_when_turned_on() -> None:
     )
     schema = client.get("/openapi.json").json()
     body = schema["paths"]["/stream"]["post"]["requestBody"]["content"]["application/json"]
-    assert body["schema"]["required"] == ["id", "messages"]
+    # The whole chat in `messages`, or the recipe's last `message` (docs/adr/0069).
+    assert body["schema"]["required"] == ["id"]
+    assert {"messages", "message"} <= set(body["schema"]["properties"])
     docs = client.get("/docs")
     assert docs.status_code == 200
     # The docs page loads Swagger UI from a CDN: the page policy would break it.

@@ -96,7 +96,7 @@ def limited_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessA
         tmp_path_factory.mktemp("limited"),
         max_message_chars=1000,
         max_parts_per_message=5,
-        max_messages_per_request=4,
+        max_added_bytes=2000,
         max_file_bytes=3000,
         max_json_depth=12,
     ) as target:
@@ -120,11 +120,17 @@ def test_too_many_parts_is_refused_with_413(limited_app: InProcessApp) -> None:
     assert "6 parts" in response.json()["detail"]
 
 
-def test_too_many_messages_is_refused_with_413(limited_app: InProcessApp) -> None:
-    messages = [user_message(f"m{i}", f"u-{i}") for i in range(5)]
+def test_a_request_adding_too_much_to_the_record_is_refused_with_413(
+    limited_app: InProcessApp,
+) -> None:
+    """No limit counts messages (ADR 0069): what a request adds to the chat's record is
+    bounded, by bytes. A new chat's record holds nothing: all it sends is added."""
+    messages = [user_message("w" * 400, f"u-{i}") for i in range(6)]  # ~2.7 KB of JSON
     response = post_raw(limited_app, json.dumps(chat_body(new_chat(), *messages)))
     assert response.status_code == 413
-    assert "5 messages" in response.json()["detail"]
+    assert "adds more than 2000 bytes" in response.json()["detail"]
+    within = [user_message("w" * 400, f"u-{i}") for i in range(3)]
+    assert post_stream(limited_app, chat_body(new_chat(), *within)).status == 200
 
 
 def test_a_file_over_the_limit_is_refused_with_413(limited_app: InProcessApp) -> None:

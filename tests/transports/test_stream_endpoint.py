@@ -277,7 +277,7 @@ def test_malformed_requests_get_readable_4xx_and_the_server_keeps_serving(
 
     missing = post_raw(app, b'{"id": "c1", "trigger": "submit-message"}')
     assert missing.status_code == 422
-    assert "messages: Field required" in missing.json()["detail"]
+    assert "needs `messages` (or `message`)" in missing.json()["detail"]
 
     unknown_part = post_raw(
         app,
