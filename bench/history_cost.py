@@ -2,8 +2,8 @@
 and a whole turn's CPU with ADK's compaction (docs/adr/0070). Not part of ``python -m bench``:
 run it on its own,
 
-    python -m bench.long_chats [--turns 500] [--store sqlite|postgres|both] [--repeat 20]
-    python -m bench.long_chats --compaction [--repeat 20]
+    python -m bench.history_cost [--turns 500] [--store sqlite|postgres|both] [--repeat 20]
+    python -m bench.history_cost --compaction [--repeat 20]
 
 A chat of ``--turns`` prior turns of issue 38's shape (a 200-character question, one tool call
 with 1 KB of JSON output, a 150-word answer) is written through ADK's own session service.
