@@ -9,7 +9,8 @@ import time
 from pathlib import Path
 
 from google.adk.agents.invocation_context import InvocationContext
-from google.adk.events import Event
+from google.adk.events import Event, EventActions
+from google.adk.events.event_actions import EventCompaction
 from google.adk.plugins import BasePlugin
 from google.genai import types
 
@@ -43,6 +44,36 @@ class LoadedEvents(BasePlugin):
         return None
 
 
+def _compaction(start: float, end: float) -> Event:
+    summary = types.Content(role="model", parts=[types.Part(text="summary")])
+    return Event(
+        author="user",
+        invocation_id=Event.new_id(),
+        actions=EventActions(
+            compaction=EventCompaction(
+                start_timestamp=start, end_timestamp=end, compacted_content=summary
+            )
+        ),
+        timestamp=end + 0.5,
+    )
+
+
+def test_a_compaction_of_the_whole_chat_is_loaded_from_its_end() -> None:
+    """The first compaction of a long chat covers all of it: the run loads the summary and
+    what follows it, not the range it replaced (benchmark 13's compacted chat)."""
+    events = [
+        Event(author="user", invocation_id=f"e-{n}", timestamp=1000.0 + n) for n in range(100)
+    ]
+    events.append(_compaction(1000.0, 1098.0))
+    events.append(Event(author="user", invocation_id="e-new", timestamp=1100.0))
+    window = window_of(events)
+    assert window is not None and window.after_timestamp == 1098.0
+    # A later summary whose range holds the first one's event: from that event on.
+    events.append(_compaction(1097.0, 1100.0))
+    window = window_of(events)
+    assert window is not None and window.after_timestamp == 1098.5
+
+
 def test_a_chat_never_compacted_is_loaded_whole() -> None:
     events = [
         Event(
@@ -70,11 +101,16 @@ def test_a_run_loads_from_the_last_compactions_start_with_the_turn_that_waits(
         app_name = bridge.sessions.app_name
         cached = bridge.session_cache.cached_events(app_name, LOCAL_USER, chat.chat_id)
         assert cached is not None
-        compactions = [e.actions.compaction for e in cached if e.actions.compaction is not None]
+        compactions = [e for e in cached if e.actions.compaction is not None]
         assert len(compactions) == 2
+        first, latest = (c.actions.compaction for c in compactions)
+        assert first is not None and latest is not None
+        # The first summary's event is inside the latest one's range (the window's overlap):
+        # the window starts at it, so both summaries are loaded.
+        assert latest.start_timestamp <= compactions[0].timestamp <= latest.end_timestamp
         window = window_of(cached)
         assert window is not None and window.num_recent_events is None
-        assert window.after_timestamp == compactions[-1].start_timestamp
+        assert window.after_timestamp == compactions[0].timestamp
         # The run's configuration carries it.
         run_config = bridge.runners.run_config({}, (LOCAL_USER, chat.chat_id))
         assert run_config.get_session_config == window
