@@ -199,3 +199,37 @@ async def test_the_database_service_names_its_session_table_class(tmp_path: Path
         assert isinstance(row.state, dict), f"ADK's StorageSession.state changed: {REWINDS}"
     finally:
         await service.close()
+
+
+@pytest.mark.asyncio
+async def test_a_database_sessions_revision_marker_is_where_the_cache_reads_it(
+    tmp_path: Path,
+) -> None:
+    """store/session_cache.py (``revision_of``) compares ``Session._storage_update_marker``, the
+    exact revision ADK's database service checks appends against, to tell whether a chat
+    moved since it was cached (docs/adr/0070)."""
+    service = _service(tmp_path)
+    try:
+        await service.create_session(app_name="a", user_id="u", session_id="s")
+        session = await service.get_session(app_name="a", user_id="u", session_id="s")
+        assert session is not None
+        marker = getattr(session, "_storage_update_marker", "gone")
+        assert isinstance(marker, str), (
+            "Session._storage_update_marker is gone or no longer a string: store/session_cache.py "
+            "reads it as the session's revision"
+        )
+    finally:
+        await service.close()
+
+
+def test_the_compaction_summarizer_helper_has_our_shape() -> None:
+    """turns/compaction.py (``guarded``) makes ADK's default summarizer with ADK's own helper
+    before wrapping it, as the runner would make it lazily (docs/adr/0070)."""
+    from google.adk.apps import compaction
+
+    helper = getattr(compaction, "_ensure_compaction_summarizer", None)
+    assert helper is not None, (
+        "google.adk.apps.compaction._ensure_compaction_summarizer is gone: turns/compaction.py "
+        "calls it to make the default summarizer it wraps"
+    )
+    assert list(inspect.signature(helper).parameters) == ["config", "agent"]

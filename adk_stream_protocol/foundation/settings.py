@@ -156,6 +156,10 @@ class Settings(BaseSettings):
     # and written when the store is back, for at most this long; meanwhile the chat's lease
     # stays held and its requests get 503. After it the call is outcome unknown (ADR 0035).
     result_retry_seconds: float = Field(default=300.0, ge=0)
+    # The chats' histories this process keeps, in MB (least recently used out first), so a
+    # turn reads only the events a chat gained since it was last seen (docs/adr/0070).
+    # 0: every read loads the whole history from the store.
+    session_cache_mb: float = Field(default=64.0, ge=0)
     # On SIGTERM (a rolling restart): how long open responses may still run to their end
     # before the server ends them with an `error` and exits (docs/adr/0033). Meanwhile
     # `/health` answers 503 and new requests get 503 with Retry-After.

@@ -45,7 +45,7 @@ from google.adk.sessions import BaseSessionService, InMemorySessionService, Sess
 from google.adk.sessions.state import State
 
 from adk_stream_protocol.store.history import live_events
-from adk_stream_protocol.store.sessions import FENCE_KEY
+from adk_stream_protocol.store.sessions import FENCE_KEY, adk_service
 
 if TYPE_CHECKING:
     from google.adk.sessions.database_session_service import DatabaseSessionService
@@ -131,7 +131,7 @@ async def remove_state_keys(service: BaseSessionService, session: Session, keys:
     """Remove session-scoped keys from the stored state, if the session's revision is still
     the one ``session`` was read at (else ``StaleSessionError``). The session's revision and
     events do not change. A store we cannot write to this way keeps ADK's ``None``s."""
-    inner = getattr(service, "inner", service)  # ``ResultOutbox`` wraps ADK's service
+    inner = adk_service(service)  # ``ResultOutbox`` and ``SessionCache`` wrap ADK's service
     if isinstance(inner, InMemorySessionService):
         _remove_in_memory(inner, session, keys)
         return

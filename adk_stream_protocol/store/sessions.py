@@ -23,6 +23,7 @@ from google.adk.sessions import BaseSessionService, InMemorySessionService, Sess
 
 from adk_stream_protocol.foundation.outages import SESSION_POOL, SESSION_STORE, Outages
 from adk_stream_protocol.foundation.settings import DEFAULT_SESSION_STORE
+from adk_stream_protocol.store.session_cache import SessionCache
 
 if TYPE_CHECKING:
     from google.adk.sessions.database_session_service import DatabaseSessionService
@@ -143,6 +144,8 @@ class ChatSessions:
         self.service = service
         self.app_name = app_name
         self._outages = outages or Outages()
+        # The chats' histories this process read (docs/adr/0070); None: every read is whole.
+        self.cache = session_cache(service)
 
     async def prepare(self) -> None:
         """Get the store ready before the first request: create a database's tables now, so
@@ -170,6 +173,11 @@ class ChatSessions:
         self._outages.up(SESSION_STORE, SESSION_POOL)
         return session
 
+    def forget(self, user_id: str, chat_id: str) -> None:
+        """The chat's store was changed behind the cache (a rewind, a fence): read it anew."""
+        if self.cache is not None:
+            self.cache.forget(self.app_name, user_id, chat_id)
+
     async def fence(self, user_id: str, chat_id: str, generation: int) -> Session:
         """Fence off the chat's former holder, whose lease lapsed (it crashed or stalled, and
         may still write): append a content-less event, so the store refuses that holder's
@@ -178,6 +186,7 @@ class ChatSessions:
         Authored by the app, never ``"user"`` (the last user event is the one ADK reads
         approvals from), and in an invocation of its own: ADK's routing skips an author it
         does not know (with a warning), the history and ``TurnCalls`` skip the event."""
+        self.forget(user_id, chat_id)  # the former holder may have written behind our back
         for attempt in range(1, FENCE_ATTEMPTS + 1):
             session = await self.open(user_id, chat_id)
             fence = Event(
@@ -226,9 +235,25 @@ def database_engine(service: BaseSessionService) -> AsyncEngine | None:
     return database.db_engine if database is not None else None
 
 
+def adk_service(service: BaseSessionService) -> BaseSessionService:
+    """ADK's own service inside the app's wrappers (``ResultOutbox``, ``SessionCache``)."""
+    while (inner := getattr(service, "inner", None)) is not None:
+        service = inner
+    return service
+
+
+def session_cache(service: BaseSessionService) -> SessionCache | None:
+    """The ``SessionCache`` among the service's wrappers, if any."""
+    current: BaseSessionService | None = service
+    while current is not None:
+        if isinstance(current, SessionCache):
+            return current
+        current = getattr(current, "inner", None)
+    return None
+
+
 def _database_service(service: BaseSessionService) -> DatabaseSessionService | None:
-    # The app's service is ADK's own inside a wrapper (``result_outbox.ResultOutbox``).
-    service = getattr(service, "inner", service)
+    service = adk_service(service)
     try:
         from google.adk.sessions.database_session_service import DatabaseSessionService
     except ImportError:  # pragma: no cover - depends on the installed extras

@@ -24,6 +24,7 @@ from adk_stream_protocol.plugins.sign_ins import SignInPlugin
 from adk_stream_protocol.store.artifact_files import ChatArtifacts
 from adk_stream_protocol.store.chat_tables import create_chat_index
 from adk_stream_protocol.store.result_outbox import ResultOutbox
+from adk_stream_protocol.store.session_cache import SessionCache
 from adk_stream_protocol.store.sessions import create_session_service
 from adk_stream_protocol.turns.background_tasks import BackgroundTasks
 from adk_stream_protocol.turns.chat_records import ChatRecords
@@ -55,8 +56,13 @@ class Bridge:
         self.coordination = coordination
         self.telemetry = Telemetry(Metrics() if settings.metrics else None)
         # A tool's result the store could not take is written when it is back (ADR 0035).
-        self.outbox = ResultOutbox(
+        # Under it, the chats' histories this process has read (docs/adr/0070).
+        self.session_cache = SessionCache(
             create_session_service(settings.session_store),
+            int(settings.session_cache_mb * 1024 * 1024),
+        )
+        self.outbox = ResultOutbox(
+            self.session_cache,
             self.outages,
             retry_seconds=settings.result_retry_seconds,
         )

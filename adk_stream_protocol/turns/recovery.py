@@ -136,7 +136,7 @@ async def finish_cut_run(
             user_id=user_id,
             session_id=chat_id,
             invocation_id=recovery.invocation_id,
-            run_config=runners.run_config(dict(stamps)),
+            run_config=runners.run_config(dict(stamps), (user_id, chat_id)),
             abort_signal=abort_signal,
         )
     ) as events:

@@ -48,6 +48,7 @@ from adk_stream_protocol.store.history import (
     USER_MESSAGE_ID_KEY,
 )
 from adk_stream_protocol.store.result_outbox import kept_in
+from adk_stream_protocol.store.session_cache import watch_compactions
 from adk_stream_protocol.turns.deferral import Deferral
 from adk_stream_protocol.turns.drain import END_WAIT_SECONDS, RESTART_TEXT, TOOL_WAIT_SECONDS
 from adk_stream_protocol.turns.openings import Client, OpenedResponse
@@ -379,17 +380,25 @@ class RequestTurn:
             stamps[DEFERRED_KEY] = True
         return stamps
 
-    def _events(self) -> AsyncGenerator[Event, None]:
+    async def _events(self) -> AsyncGenerator[Event, None]:
+        """The run's events, then the compactions ADK stored after them without yielding
+        them (``data-compaction``; docs/adr/0070)."""
         plan = self._plan
         assert plan.new_message is not None
-        return self._runners.runner.run_async(
+        compactions = watch_compactions()
+        run = self._runners.runner.run_async(
             user_id=self._chat[0],
             session_id=self._chat[1],
             new_message=plan.new_message,
             state_delta=plan.state_delta,
-            run_config=self._runners.run_config(self._stamps()),
+            run_config=self._runners.run_config(self._stamps(), self._chat),
             abort_signal=self._stop.stopped,
         )
+        async with aclosing(run) as events:
+            async for event in events:
+                yield event
+        for compaction in compactions:
+            yield compaction
 
 
 def _is_abort(event: Event) -> bool:

@@ -32,11 +32,13 @@ from adk_stream_protocol.plugins.steering import SteeringPlugin
 from adk_stream_protocol.protocol.shared_state import SharedState
 from adk_stream_protocol.protocol.step_authors import StepAuthors
 from adk_stream_protocol.store.artifact_files import ChatArtifacts, create_artifact_service
+from adk_stream_protocol.store.history_window import window_of
 from adk_stream_protocol.store.memories import create_memory_service
 from adk_stream_protocol.store.result_outbox import ResultOutbox
 from adk_stream_protocol.store.rewinds import rewind_before_event
 from adk_stream_protocol.store.sessions import ChatSessions
 from adk_stream_protocol.turns.chat_tools import ChatTools
+from adk_stream_protocol.turns.compaction import guarded
 from adk_stream_protocol.turns.response import ChatParts
 
 # The names our plugin chains are registered under, in each runner (docs/adr/0053).
@@ -91,6 +93,9 @@ class Runners:
             for config in (self.run_telemetry.observed, self.run_telemetry.unobserved)
         }
         app = agent if isinstance(agent, App) else App(name=settings.app_name, root_agent=agent)
+        # Compaction never summarizes a turn that waits for the page (docs/adr/0070).
+        app = guarded(app)
+        self._compacts = app.events_compaction_config is not None
         # Which tools run now, first so that it sees every call end (docs/adr/0033).
         # Steering messages of a resumed turn reach the model (docs/adr/0022). A sign-in comes
         # back to the server's callback, when it has one (docs/adr/0065; ADK's live flow does
@@ -148,10 +153,17 @@ class Runners:
         self._named_live_authors = _answered_by_several(live_app.root_agent)
         self.sessions = ChatSessions(outbox, app.name, outages)
 
-    def run_config(self, custom_metadata: dict[str, Any]) -> RunConfig:
-        """A ``run_async`` turn's configuration; ``custom_metadata``: its events' stamps."""
+    def run_config(self, custom_metadata: dict[str, Any], chat: ChatKey | None = None) -> RunConfig:
+        """A ``run_async`` turn's configuration; ``custom_metadata``: its events' stamps.
+        With compaction on, the run of ``chat`` loads its history from the last compaction on
+        (``history_window``; docs/adr/0070)."""
         prepared = self._stream_run_configs[self.run_telemetry.current()]
-        return prepared.model_copy(update={"custom_metadata": custom_metadata})
+        update: dict[str, Any] = {"custom_metadata": custom_metadata}
+        if self._compacts and chat is not None and self.sessions.cache is not None:
+            events = self.sessions.cache.cached_events(self.sessions.app_name, *chat)
+            if events is not None:
+                update["get_session_config"] = window_of(events)
+        return prepared.model_copy(update=update)
 
     def live_run_config(self) -> RunConfig:
         telemetry = self.run_telemetry.current()
@@ -204,9 +216,12 @@ class Runners:
     async def rewind(self, session: Session, before_event_id: str) -> None:
         """Rewind a chat to just before one of its events: history, state and artifacts
         (docs/adr/0036, docs/adr/0046)."""
-        await rewind_before_event(
-            self.runner, self.outbox, session, before_event_id, artifacts=self.artifacts
-        )
+        try:
+            await rewind_before_event(
+                self.runner, self.outbox, session, before_event_id, artifacts=self.artifacts
+            )
+        finally:  # the state's repair writes behind the session service (docs/adr/0070)
+            self.sessions.forget(session.user_id, session.id)
 
     async def close(self) -> None:
         await self.runner.close()

@@ -18,6 +18,7 @@ from typing import Annotated, Any, TypeAlias
 from pydantic import Discriminator, Tag
 
 from adk_stream_protocol.protocol.parts.base import EventPart, PartKind, UIPart
+from adk_stream_protocol.protocol.parts.compactions import Compactions
 from adk_stream_protocol.protocol.parts.custom import Custom, CustomUIPart
 from adk_stream_protocol.protocol.parts.data import Data, DataUIPart
 from adk_stream_protocol.protocol.parts.files import (
@@ -60,6 +61,7 @@ EVENT_PARTS: tuple[type[EventPart], ...] = (
     WorkflowNodes,
     NodeOutputs,
     Routes,
+    Compactions,
 )
 
 # Part type -> its kind; and the families by prefix, each with its tag in the union below
