@@ -211,8 +211,7 @@ class ChatRecords:
         recording = self._recorder.open(transport, request, ai_sdk=version) if request else None
         user, chat_id = chat
         if request is None:  # a backend's result, a cut turn finished: the stored messages go on
-            stored = await chats.get_chat(app, user, chat_id)
-            messages: list[Message] = stored.messages if stored is not None else []
+            messages, since = await self._stored(chat)
         else:
             # The client's state when it sent the request, as sent: an edit or a regeneration
             # has cut it at the branch, and after a stop only the page knows how far it read.
@@ -232,9 +231,19 @@ class ChatRecords:
         )
         # /live?chatId= resumes onto the message its page holds: its log stays as it was.
         rebuilds = transport != "live"
-        since = request.record_since if request is not None else 0
         record = MessageRecord(chats, app, chat, fold, rebuilds=rebuilds, held=messages[:since])
         return ResponseRecords(recording, record)
+
+    async def _stored(self, chat: ChatKey) -> tuple[list[Message], int]:
+        """The record's messages for a response with no request (its last continued), and how
+        many of them are its own placeholders: all but the last, when they are rows."""
+        user, chat_id = chat
+        outline = await self.index.outline(self._app, user, chat_id)
+        if outline is not None and outline.in_rows and outline.last is not None:
+            earlier: list[Message] = [_Recorded(id=message_id) for message_id in outline.ids[:-1]]
+            return [*earlier, outline.last], len(earlier)
+        stored = await self.index.get_chat(self._app, user, chat_id)
+        return (stored.messages if stored is not None else []), 0
 
     async def record_unanswered(self, chat: ChatKey, calls: Sequence[WaitingCall]) -> None:
         """Calls that ended unanswered with no response open (their socket left): ended in
