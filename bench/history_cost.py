@@ -20,7 +20,9 @@ CPU is not in this process's figure (its wall time is).
 ``--compaction``: whole turns through the real app in this process (``POST /stream``, the real
 runner, a scripted model making the issue's tool call and answer; SQLite), on chats of 10 and
 1,000 prior turns written with a compaction every 10 turns as ADK's sliding window leaves
-them, the app compacting every 10 invocations too. The request carries only the new message
+them, the app compacting every 10 invocations too, and the chat's record (the page's
+messages, ``2 * prior`` of them, docs/adr/0069) written as the server keeps it; the "no record"
+rows leave it out. The request carries only the new message
 (a page's ``prepareSendMessagesRequest``), so what is measured is the server's part of a turn;
 the client's few lines are in the same process, the same for both. The median CPU of the turns
 after the first (the first reads the chat into the cache), for: compaction and the cache on
