@@ -244,3 +244,28 @@ async def test_a_response_with_no_request_continues_the_records_last_message_alo
     outline = await store.index.outline(app, USER, chat)
     assert outline is not None and outline.last == page[-1] and len(outline.ids) == 40
     assert [part.get("text") for part in page[-1]["parts"]][-1] == " and more"
+
+
+@pytest.mark.asyncio
+async def test_a_whole_chat_sent_as_the_record_holds_it_neither_reads_nor_rewrites_the_record(
+    store: Store, app: str
+) -> None:
+    """Stock useChat sends the whole chat: what it sends is read, the record's messages are
+    not (their digests say they are the sent ones), and only the new message is written."""
+    records = ChatRecords(store.index, app, Recorder(None))
+    chat, held = "whole", turns(30)
+    await store.index.record_messages(app, USER, chat, held)
+    if store.url != "memory://":
+        await store.sql(
+            f"UPDATE {MESSAGES_TABLE} SET message = 'not json' WHERE app_name = :a AND seq = 5",
+            a=app,
+        )
+    whole = parse_chat_request({"id": chat, "messages": [*held, message("u-new", "next")]}, LIMITS)
+    await a_turn(records, chat, whole, "done")
+    outline = await store.index.outline(app, USER, chat)
+    assert outline is not None and outline.ids[-2:] == ["u-new", "a-done"]
+    if store.url != "memory://":
+        row = await store.sql(
+            f"SELECT message FROM {MESSAGES_TABLE} WHERE app_name = :a AND seq = 5", a=app
+        )
+        assert row == [("not json",)]
