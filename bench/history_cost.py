@@ -20,7 +20,9 @@ CPU is not in this process's figure (its wall time is).
 ``--compaction``: whole turns through the real app in this process (``POST /stream``, the real
 runner, a scripted model making the issue's tool call and answer; SQLite), on chats of 10 and
 1,000 prior turns written with a compaction every 10 turns as ADK's sliding window leaves
-them, the app compacting every 10 invocations too. The request carries only the new message
+them, the app compacting every 10 invocations too, and the chat's record (the page's
+messages, ``2 * prior`` of them, docs/adr/0069) written as the server keeps it; the "no record"
+rows leave it out. The request carries only the new message
 (a page's ``prepareSendMessagesRequest``), so what is measured is the server's part of a turn;
 the client's few lines are in the same process, the same for both. The median CPU of the turns
 after the first (the first reads the chat into the cache), for: compaction and the cache on
@@ -209,7 +211,47 @@ async def seed_compacted(
             await service.append_event(session, compaction)
 
 
-def turn_cpu(prior: int, repeat: int, *, compaction: bool, cache_mb: float) -> float:
+def recorded_turn(turn: int) -> list[dict[str, Any]]:
+    """One prior turn as the page's record holds it: the question, and the answer with its
+    tool call and 1 KB output."""
+    question = (f"question {turn}: " + " ".join(WORDS * 20))[:200]
+    answer = " ".join(WORDS[i % len(WORDS)] for i in range(150))
+    result = {"rows": [{"city": f"city {i}", "temperature": 20 + i % 7} for i in range(30)]}
+    return [
+        {"id": f"u-{turn}", "role": "user", "parts": [{"type": "text", "text": question}]},
+        {
+            "id": f"a-{turn}",
+            "role": "assistant",
+            "parts": [
+                {"type": "step-start"},
+                {
+                    "type": "tool-weather",
+                    "toolCallId": f"call-{turn}",
+                    "state": "output-available",
+                    "input": {"q": "x"},
+                    "output": result,
+                },
+                {"type": "step-start"},
+                {"type": "text", "text": answer, "state": "done"},
+            ],
+        },
+    ]
+
+
+async def seed_record(url: str, chat: str, turns: int, user: str) -> None:
+    """The chat's record (its ``2 * turns`` messages) as the server keeps it."""
+    from adk_stream_protocol.store.chat_tables import SqlChatIndex, SqliteDatabase
+
+    index = SqlChatIndex(SqliteDatabase(Path(url.removeprefix("sqlite:///"))))
+    await index.prepare()
+    messages = [message for turn in range(turns) for message in recorded_turn(turn)]
+    await index.record_messages(APP, user, chat, messages)
+    await index.close()
+
+
+def turn_cpu(
+    prior: int, repeat: int, *, compaction: bool, cache_mb: float, record: bool = True
+) -> float:
     """The median CPU seconds of a turn after ``prior`` turns (see the module's docstring)."""
     from adk_stream_protocol.testing import serve_agent, settings_for_tests
 
@@ -223,6 +265,8 @@ def turn_cpu(prior: int, repeat: int, *, compaction: bool, cache_mb: float) -> f
                 await seed_compacted(service, chat, prior, 10, LOCAL_USER)
             else:
                 await seed(service, chat, prior, LOCAL_USER)
+            if record:
+                await seed_record(url, chat, prior, LOCAL_USER)
 
         asyncio.run(write())
         app = compacting_app("Summary so far.")
@@ -257,6 +301,8 @@ def turn_cpu(prior: int, repeat: int, *, compaction: bool, cache_mb: float) -> f
 
 def compaction_figures(repeat: int) -> None:
     rows = {
+        "10 prior, no record": turn_cpu(10, repeat, compaction=True, cache_mb=64, record=False),
+        "1000 prior, no record": turn_cpu(1000, repeat, compaction=True, cache_mb=64, record=False),
         "10 prior, compaction + cache": turn_cpu(10, repeat, compaction=True, cache_mb=64),
         "1000 prior, compaction + cache": turn_cpu(1000, repeat, compaction=True, cache_mb=64),
         "1000 prior, cache, no compaction": turn_cpu(1000, repeat, compaction=False, cache_mb=64),

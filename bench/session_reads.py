@@ -69,7 +69,7 @@ def count_session_reads(app: FastAPI) -> SessionReads:
         return {"seconds": reads.seconds, "calls": reads.calls}
 
     app.add_api_route("/bench/history", history, methods=["GET"])
-    # First, before the playground's mount at "/", which would take the path.
+    # Ahead of a mount at "/" (our server's playground, when it is built), which takes the rest.
     app.router.routes.insert(0, app.router.routes.pop())
     return reads
 

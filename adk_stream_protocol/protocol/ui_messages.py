@@ -91,6 +91,7 @@ class ChatRequest(UIModel):
     # The JSON as it arrived (unknown keys kept; `message` as `messages`), for a recording
     # (docs/adr/0026); once completed from the record, with the whole chat in `messages`.
     _payload: Any = PrivateAttr(default=None)
+    _record_since: int = PrivateAttr(default=0)
 
     @model_validator(mode="after")
     def _one_message_list(self) -> ChatRequest:
@@ -122,11 +123,19 @@ class ChatRequest(UIModel):
         messages: list[Any] = self.payload["messages"]
         return messages
 
-    def completed(self, earlier: list[Any]) -> ChatRequest:
+    @property
+    def record_since(self) -> int:
+        """How many of ``chat_messages``' first messages the chat's record holds as they are
+        (set by ``completed``): the record's write leaves them alone (docs/adr/0069)."""
+        return self._record_since
+
+    def completed(self, earlier: list[Any], *, since: int | None = None) -> ChatRequest:
         """This request with the record's ``earlier`` messages before the ones it sent: what
-        the planner and the record see. ``messages`` stay the ones sent (validated)."""
+        the planner and the record see. ``messages`` stay the ones sent (validated).
+        ``since``: ``record_since`` (default: the ``earlier`` ones)."""
         copy = self.model_copy()
         copy._payload = {**self.payload, "messages": [*earlier, *self.payload["messages"]]}
+        copy._record_since = len(earlier) if since is None else since
         return copy
 
 

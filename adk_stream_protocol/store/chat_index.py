@@ -60,9 +60,28 @@ class ChatRecord:
 
 
 @dataclass(frozen=True)
+class ChatOutline:
+    """What a turn needs of a chat's record to join a request to it (docs/adr/0069): each
+    message's id and digest (of its stored JSON), and the last message itself. ``in_rows``:
+    the messages are the index's rows (False: an earlier version's whole-chat column, whose
+    messages a write must store again whole)."""
+
+    ids: list[Any]
+    digests: list[str]
+    last: dict[str, Any] | None
+    in_rows: bool = True
+
+
+@dataclass(frozen=True)
 class ChatPage:
     chats: list[ChatSummary]
     next_cursor: str | None  # None: this is the last page
+
+
+class StaleRecordError(RuntimeError):
+    """A write said its leading messages are the record's own, and the record no longer holds
+    them (an earlier version wrote the chat whole meanwhile, or it was deleted and made
+    again): nothing was written."""
 
 
 class InvalidCursorError(ValueError):
@@ -85,10 +104,22 @@ class ChatIndex(ABC):
         messages: list[dict[str, Any]],
         *,
         create: bool = True,
+        since: int = 0,
     ) -> bool:
         """Store the chat's messages (JSON values: UIMessage dicts), its title (the first
         user text, unless renamed) and what it waits for; ``updated_at`` is now. Whether the
-        chat is recorded: False only when ``create`` is off and the chat does not exist."""
+        chat is recorded: False only when ``create`` is off and the chat does not exist.
+
+        ``since``: the first ``since`` messages are the record's own, as it holds them (read
+        under the chat's lease): they are neither read nor written, so a turn costs what it
+        changes, not what the chat holds (``messages[:since]`` may be placeholders; the last
+        message is always written, so it never is one).
+        ``StaleRecordError`` when the record does not hold that many messages as rows."""
+
+    @abstractmethod
+    async def outline(self, app: str, user: str, chat_id: str) -> ChatOutline | None:
+        """The chat's message ids and digests and its last message (``None``: no such chat),
+        without reading every message."""
 
     @abstractmethod
     async def list_chats(
@@ -120,19 +151,26 @@ def title_of(messages: list[dict[str, Any]]) -> str:
     as one space), at most ``TITLE_MAX_CHARS`` (cut at a word, with an ellipsis); ``UNTITLED``
     when no user message has text."""
     for message in messages:
-        if message.get("role") != "user":
-            continue
-        texts = [
-            part["text"]
-            for part in message.get("parts") or []
-            if isinstance(part, dict)
-            and part.get("type") == "text"
-            and isinstance(part.get("text"), str)
-        ]
-        text = " ".join(_without_controls(" ".join(texts)).split())
+        text = title_text(message)
         if text:
             return shorten(text, TITLE_MAX_CHARS)
     return UNTITLED
+
+
+def title_text(message: dict[str, Any]) -> str:
+    """A user message's text on one line ('' for any other message): what a title is made of.
+    A message with some is marked in the index, so a write that leaves the chat's first ones
+    alone knows whether they hold its title without reading them."""
+    if message.get("role") != "user":
+        return ""
+    texts = [
+        part["text"]
+        for part in message.get("parts") or []
+        if isinstance(part, dict)
+        and part.get("type") == "text"
+        and isinstance(part.get("text"), str)
+    ]
+    return " ".join(_without_controls(" ".join(texts)).split())
 
 
 # The C0 and C1 control characters (a NUL, which PostgreSQL's text cannot hold, among them).
@@ -242,6 +280,10 @@ class _Row:
     waiting: Waiting | None
     # Each message's JSON, as a database holds it: what is read back is a copy.
     messages: list[str]
+    # Each message's id and whether it has a title's text (what the tables' columns hold).
+    ids: list[Any]
+    digests: list[str]
+    titled: list[bool]
 
     def summary(self, chat_id: str) -> ChatSummary:
         return ChatSummary(
@@ -267,22 +309,41 @@ class InMemoryChatIndex(ChatIndex):
         messages: list[dict[str, Any]],
         *,
         create: bool = True,
+        since: int = 0,
     ) -> bool:
-        stored, now = [message_json(message) for message in messages], now_us()
+        since = min(since, max(len(messages) - 1, 0))
+        tail = messages[since:]
+        stored, now = [message_json(message) for message in tail], now_us()
+        ids, titled = [m.get("id") for m in tail], [bool(title_text(m)) for m in tail]
+        digests = [message_digest(text) for text in stored]
         chats = self._rows.get((app, user), {})
         row = chats.get(chat_id)
+        if row is None and not create:
+            return False
+        if since and (row is None or len(row.messages) < since):
+            raise StaleRecordError(f"the record does not hold {since} messages")
         if row is None:
-            if not create:
-                return False
-            row = _Row(title_of(messages), False, now, now, waiting_of(messages), stored)
+            row = _Row(
+                title_of(tail), False, now, now, waiting_of(tail), stored, ids, digests, titled
+            )
             self._rows.setdefault((app, user), chats)[chat_id] = row
             return True
-        if not row.title_set:
-            row.title = title_of(messages)
+        if not row.title_set and not any(row.titled[:since]):
+            row.title = title_of(tail)
         row.updated_us = max(row.updated_us, now)
-        row.waiting = waiting_of(messages)
-        row.messages = stored
+        row.waiting = waiting_of(tail)
+        row.messages = [*row.messages[:since], *stored]
+        row.ids = [*row.ids[:since], *ids]
+        row.digests = [*row.digests[:since], *digests]
+        row.titled = [*row.titled[:since], *titled]
         return True
+
+    async def outline(self, app: str, user: str, chat_id: str) -> ChatOutline | None:
+        row = self._rows.get((app, user), {}).get(chat_id)
+        if row is None:
+            return None
+        last = json.loads(row.messages[-1]) if row.messages else None
+        return ChatOutline(list(row.ids), list(row.digests), last)
 
     async def list_chats(
         self, app: str, user: str, *, limit: int, cursor: str | None = None

@@ -39,10 +39,12 @@ from google.adk.sessions import BaseSessionService
 
 from adk_stream_protocol.store.chat_index import (
     ChatIndex,
+    ChatOutline,
     ChatPage,
     ChatRecord,
     ChatSummary,
     InMemoryChatIndex,
+    StaleRecordError,
     Waiting,
     check_limit,
     decode_cursor,
@@ -51,6 +53,7 @@ from adk_stream_protocol.store.chat_index import (
     message_json,
     now_us,
     title_of,
+    title_text,
     utc_time,
     waiting_of,
 )
@@ -74,7 +77,7 @@ SQLITE_BUSY_SECONDS = 5.0
 # ``adk_stream_chats.messages`` of a chat whose messages are rows of MESSAGES_TABLE. Anything
 # else is the JSON array an earlier version wrote there (ADR 0069).
 IN_ROWS = ""
-# Message rows written by one statement (3 parameters each: well under SQLite's 32,766).
+# Message rows written by one statement (5 parameters each: well under SQLite's 32,766).
 ROWS_PER_STATEMENT = 500
 
 # Ids as long as ADK's keys (its sessions table's VARCHAR(128)).
@@ -95,7 +98,10 @@ CREATE_INDEX = (
     f"CREATE INDEX IF NOT EXISTS {TABLE}_recent "
     f"ON {TABLE} (app_name, user_id, updated_at_us, chat_id)"
 )
-# ``seq``: the message's place in the chat, from 0. ``digest``: of its stored JSON.
+# ``seq``: the message's place in the chat, from 0. ``digest``: of its stored JSON;
+# ``message_id``: its id, and ``titled``: whether it has a title's text (a user message with
+# text), so a turn joins and writes without reading the messages (ADR 0069). They come before
+# ``message``, which SQLite may store on overflow pages that a read of a later column follows.
 CREATE_MESSAGES_TABLE = f"""
 CREATE TABLE IF NOT EXISTS {MESSAGES_TABLE} (
     app_name VARCHAR(128) NOT NULL,
@@ -103,6 +109,8 @@ CREATE TABLE IF NOT EXISTS {MESSAGES_TABLE} (
     chat_id VARCHAR(128) NOT NULL,
     seq INTEGER NOT NULL,
     digest VARCHAR(64) NOT NULL,
+    message_id TEXT,
+    titled BOOLEAN NOT NULL,
     message TEXT NOT NULL,
     PRIMARY KEY (app_name, user_id, chat_id, seq)
 )"""
@@ -112,19 +120,35 @@ INSERT INTO {TABLE}
     (app_name, user_id, chat_id, title, title_set, created_at_us, updated_at_us, waiting, messages)
 VALUES (:app, :user, :chat, :title, FALSE, :now, :now, :waiting, '{IN_ROWS}')
 ON CONFLICT (app_name, user_id, chat_id) DO UPDATE SET
-    title = CASE WHEN {TABLE}.title_set THEN {TABLE}.title ELSE excluded.title END,
+    title = CASE WHEN {TABLE}.title_set OR :keep_title THEN {TABLE}.title ELSE excluded.title END,
     updated_at_us = CASE WHEN {TABLE}.updated_at_us > excluded.updated_at_us
         THEN {TABLE}.updated_at_us ELSE excluded.updated_at_us END,
     waiting = excluded.waiting,
     messages = excluded.messages"""
 UPDATE = f"""
 UPDATE {TABLE} SET
-    title = CASE WHEN title_set THEN title ELSE :title END,
+    title = CASE WHEN title_set OR :keep_title THEN title ELSE :title END,
     updated_at_us = CASE WHEN updated_at_us > :now THEN updated_at_us ELSE :now END,
     waiting = :waiting,
     messages = '{IN_ROWS}'
 WHERE {_KEY}"""
-DIGESTS = f"SELECT seq, digest FROM {MESSAGES_TABLE} WHERE {_KEY}"
+DIGESTS = f"SELECT seq, digest FROM {MESSAGES_TABLE} WHERE {_KEY} AND seq >= :since"
+# A write that leaves the first ``since`` messages alone: the record holds them as rows (they
+# are 0..n-1, so the last of them tells), and whether one of them gives the title.
+HOLDS = f"SELECT COUNT(*) FROM {MESSAGES_TABLE} WHERE {_KEY} AND seq = :last"
+TITLED = (
+    f"SELECT seq FROM {MESSAGES_TABLE} WHERE {_KEY} AND titled AND seq < :since "
+    "ORDER BY seq LIMIT 1"
+)
+RETITLE = f"UPDATE {TABLE} SET title = :title WHERE {_KEY} AND NOT title_set"
+# The chat's row with each message's id and digest, and the last message's JSON.
+OUTLINE = f"""
+SELECT c.messages, m.message_id, m.digest,
+    CASE WHEN m.seq = (SELECT MAX(seq) FROM {MESSAGES_TABLE} WHERE {_KEY}) THEN m.message END
+FROM {TABLE} c LEFT JOIN {MESSAGES_TABLE} m
+    ON m.app_name = c.app_name AND m.user_id = c.user_id AND m.chat_id = c.chat_id
+WHERE c.app_name = :app AND c.user_id = :user AND c.chat_id = :chat
+ORDER BY m.seq"""
 DROP_AFTER = f"DELETE FROM {MESSAGES_TABLE} WHERE {_KEY} AND seq >= :count"
 DROP_MESSAGES = f"DELETE FROM {MESSAGES_TABLE} WHERE {_KEY}"
 _SUMMARY = "chat_id, title, created_at_us, updated_at_us, waiting"
@@ -148,14 +172,18 @@ DELETE = f"DELETE FROM {TABLE} WHERE {_KEY}"
 
 
 def upsert_messages(count: int) -> str:
-    """The statement that writes ``count`` message rows (``:seq0, :digest0, :message0``…)."""
+    """The statement that writes ``count`` message rows (``:seq0, :digest0, :id0, :titled0,
+    :message0``…)."""
     rows = ", ".join(
-        f"(:app, :user, :chat, :seq{i}, :digest{i}, :message{i})" for i in range(count)
+        f"(:app, :user, :chat, :seq{i}, :digest{i}, :id{i}, :titled{i}, :message{i})"
+        for i in range(count)
     )
     return (
-        f"INSERT INTO {MESSAGES_TABLE} (app_name, user_id, chat_id, seq, digest, message) "
+        f"INSERT INTO {MESSAGES_TABLE} "
+        "(app_name, user_id, chat_id, seq, digest, message_id, titled, message) "
         f"VALUES {rows} ON CONFLICT (app_name, user_id, chat_id, seq) DO UPDATE SET "
-        "digest = excluded.digest, message = excluded.message"
+        "digest = excluded.digest, message_id = excluded.message_id, "
+        "titled = excluded.titled, message = excluded.message"
     )
 
 
@@ -198,39 +226,82 @@ class SqlChatIndex(ChatIndex):
         messages: list[dict[str, Any]],
         *,
         create: bool = True,
+        since: int = 0,
     ) -> bool:
         key = {"app": app, "user": user, "chat": chat_id}
-        stored = [message_json(message) for message in messages]  # not JSON: raises here
+        since = min(since, max(len(messages) - 1, 0))
+        tail = messages[since:]
+        stored = [message_json(message) for message in tail]  # not JSON: raises here
+        title = title_of(tail)
         params = {
             **key,
-            "title": title_of(messages),
+            "title": title,
+            "keep_title": since > 0,
             "now": now_us(),
-            "waiting": waiting_of(messages),
+            "waiting": waiting_of(tail),
         }
+        count = since + len(stored)
         try:
             async with self._database.transaction() as statements:
                 # The chat's row first: its lock orders two writers of the chat.
                 if not await statements.write(UPSERT if create else UPDATE, params):
                     raise _Unchanged
+                if since:
+                    bounds = {**key, "since": since}
+                    if not (await statements.read(HOLDS, {**key, "last": since - 1}))[0][0]:
+                        raise StaleRecordError(f"the record does not hold {since} messages")
+                    if not await statements.read(TITLED, bounds):  # its title is in the tail
+                        await statements.write(RETITLE, {**key, "title": title})
                 held = {
-                    int(seq): str(digest) for seq, digest in await statements.read(DIGESTS, key)
+                    int(seq): str(digest)
+                    for seq, digest in await statements.read(DIGESTS, {**key, "since": since})
                 }
                 changed = [
-                    (seq, digest, text)
-                    for seq, text in enumerate(stored)
+                    (seq, digest, message, text)
+                    for seq, message, text in zip(range(since, count), tail, stored, strict=True)
                     if held.get(seq) != (digest := message_digest(text))
                 ]
                 for first in range(0, len(changed), ROWS_PER_STATEMENT):
                     batch = changed[first : first + ROWS_PER_STATEMENT]
                     values: dict[str, Any] = dict(key)
-                    for i, (seq, digest, text) in enumerate(batch):
-                        values.update({f"seq{i}": seq, f"digest{i}": digest, f"message{i}": text})
+                    for i, (seq, digest, message, text) in enumerate(batch):
+                        message_id = message.get("id")
+                        values.update(
+                            {
+                                f"seq{i}": seq,
+                                f"digest{i}": digest,
+                                f"id{i}": message_id if isinstance(message_id, str) else None,
+                                f"titled{i}": bool(title_text(message)),
+                                f"message{i}": text,
+                            }
+                        )
                     await statements.write(upsert_messages(len(batch)), values)
-                if any(seq >= len(stored) for seq in held):  # the chat was cut (a regeneration)
-                    await statements.write(DROP_AFTER, {**key, "count": len(stored)})
+                if any(seq >= count for seq in held):  # the chat was cut (a regeneration)
+                    await statements.write(DROP_AFTER, {**key, "count": count})
         except _Unchanged:
             return False
         return True
+
+    async def outline(self, app: str, user: str, chat_id: str) -> ChatOutline | None:
+        rows = await self._database.read(OUTLINE, {"app": app, "user": user, "chat": chat_id})
+        if not rows:
+            return None
+        whole = rows[0][0]
+        if whole != IN_ROWS:  # written by an earlier version: read whole, written whole next
+            messages = json.loads(whole)
+            return ChatOutline(
+                [m.get("id") for m in messages],
+                [message_digest(message_json(m)) for m in messages],
+                messages[-1] if messages else None,
+                in_rows=False,
+            )
+        rows = [row for row in rows if row[2] is not None]
+        last = rows[-1][3] if rows else None
+        return ChatOutline(
+            [row[1] for row in rows],
+            [str(row[2]) for row in rows],
+            json.loads(last) if last is not None else None,
+        )
 
     async def list_chats(
         self, app: str, user: str, *, limit: int, cursor: str | None = None

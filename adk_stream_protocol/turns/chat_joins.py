@@ -34,16 +34,25 @@ of it reached the page, which never held that message) is taken as ending before
 
 The request may add at most ``max_added_bytes`` of JSON to the record: its sent messages
 that the record does not hold as sent (413).
+
+A turn joins on the record's outline (``join_outline``: the ids and digests of its messages
+and its last message), so what it costs follows what the request sends, not what the chat
+holds: a sent message is held as sent when its digest is the stored one, or, for the record's
+last message, when it is equal to it. Only a sent message that differs from a stored one
+before the last (an edit or a regeneration of an earlier message, a whole chat whose JSON
+differs from the stored in key order) needs the stored messages: then ``join_chat`` on them.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from adk_stream_protocol.foundation.errors import RequestError
 from adk_stream_protocol.protocol.ui_messages import ChatRequest
+from adk_stream_protocol.store.chat_index import ChatOutline, message_digest, message_json
 
 RELOAD = "reload the chat (GET /chats/{chatId}) and send again"
 
@@ -74,6 +83,55 @@ def join_chat(
     _check_fits(held_ids, [*held_ids[:start], *sent_ids], request)
     _check_added(sent, held, start, max_added_bytes)
     return held[:start]
+
+
+@dataclass(frozen=True)
+class OutlineJoin:
+    """Where the sent messages begin in the record (``start``: the record's messages before
+    them), and how many of the completed chat's first messages the record holds as they are
+    (``since``)."""
+
+    start: int
+    since: int
+
+
+def join_outline(
+    outline: ChatOutline | None, request: ChatRequest, *, max_added_bytes: int
+) -> OutlineJoin | None:
+    """``join_chat`` on the record's outline: the join, or ``RequestError`` (409, 413), or
+    ``None`` when a sent message differs from a stored one before the record's last (then
+    ``join_chat`` on the stored messages says what it adds)."""
+    ids: list[Any] = list(outline.ids) if outline is not None else []
+    digests = list(outline.digests) if outline is not None else []
+    last = outline.last if outline is not None else None
+    if ids and last is not None and _unseen_answer(last):
+        ids.pop()
+        digests.pop()
+        last = None
+    if not ids:
+        _check_added(request.chat_messages, [], 0, max_added_bytes)
+        return OutlineJoin(0, 0)
+    first = request.messages[0]
+    if first.id in ids:
+        start = ids.index(first.id)
+    else:
+        _check_unknown_first(request)
+        start = len(ids)
+    _check_fits(ids, [*ids[:start], *(m.id for m in request.messages)], request)
+    added, since = 0, start
+    for at, message in enumerate(request.chat_messages, start):
+        text = message_json(message)
+        if at < len(ids) and digests[at] == message_digest(text):
+            since += since == at  # the record's own, from its first on
+            continue
+        if at < len(ids) - 1 or (at == len(ids) - 1 and last is None):
+            return None
+        if at == len(ids) - 1 and message == last:
+            continue
+        added += len(text.encode())
+        if added > max_added_bytes:
+            raise _too_much(max_added_bytes)
+    return OutlineJoin(start, since)
 
 
 def _unseen_answer(message: Mapping[str, Any]) -> bool:
@@ -146,11 +204,15 @@ def _check_added(
             continue
         added += len(json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode())
         if added > max_added_bytes:
-            raise RequestError(
-                413,
-                f"the request adds more than {max_added_bytes} bytes to the chat's record "
-                "(its messages the server does not hold)",
-            )
+            raise _too_much(max_added_bytes)
+
+
+def _too_much(max_added_bytes: int) -> RequestError:
+    return RequestError(
+        413,
+        f"the request adds more than {max_added_bytes} bytes to the chat's record "
+        "(its messages the server does not hold)",
+    )
 
 
 def _conflict(why: str) -> RequestError:

@@ -9,13 +9,19 @@ or changes are written. They are stored when the response begins (a page that re
 mid-answer finds its question and resumes the answer onto it) and again before its
 ``[DONE]`` goes out, so a page that has the end of a response finds it in
 ``GET /chats/{chatId}``. Both writes happen under the chat's lease.
+
+A turn's cost of the record follows what it sends and adds, not what the chat holds: the
+request is joined on the record's outline (ids and digests, ``join_outline``), the record's
+messages before the sent ones stand in the completed chat as placeholders (``_Recorded``:
+their id only, never written), and both writes leave the chat's first messages that the
+record holds as they are alone (``record_messages(since=...)``).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from adk_stream_protocol.coordination.base import ChatKey, WaitingCall
 from adk_stream_protocol.observability.recording import Recorder
@@ -26,7 +32,7 @@ from adk_stream_protocol.protocol.message_fold import Message, MessageFold
 from adk_stream_protocol.protocol.tool_calls import APPROVAL_CANCELLED_RESULT, DISCONNECTED_RESULT
 from adk_stream_protocol.protocol.ui_messages import ChatRequest
 from adk_stream_protocol.store.chat_index import ChatIndex
-from adk_stream_protocol.turns.chat_joins import join_chat
+from adk_stream_protocol.turns.chat_joins import join_chat, join_outline
 
 logger = logging.getLogger(__name__)
 
@@ -40,8 +46,14 @@ class DeliveryRecord(Protocol):
     def ended(self) -> None: ...
 
 
+class _Recorded(dict[str, Any]):
+    """One of the record's messages before the ones a request sent, in the completed chat:
+    its id only (what a fold looks at). Never written: the record holds it."""
+
+
 class MessageRecord:
-    """One response's messages: the fold of what it delivers, stored by ``save``."""
+    """One response's messages: the fold of what it delivers, stored by ``save``.
+    ``held``: the fold's first messages that the record holds as they are."""
 
     def __init__(
         self,
@@ -51,6 +63,7 @@ class MessageRecord:
         fold: MessageFold,
         *,
         rebuilds: bool = False,
+        held: Sequence[Message] = (),
     ) -> None:
         self._chats = chats
         self._app = app
@@ -58,6 +71,7 @@ class MessageRecord:
         self._fold = fold
         self._rebuilds = rebuilds
         self._failed = False
+        self._held = held
 
     def rebuilt(self, start: Sequence[BaseChunk]) -> list[BaseChunk]:
         """Before ``start`` is delivered: when the response continues the message the client
@@ -93,8 +107,24 @@ class MessageRecord:
         if self._failed:
             return
         try:
+            messages = self._fold.messages
+            # The fold replaces a message in place or adds one: the first it changed bounds
+            # what is written (a response continuing one of the record's earlier messages).
+            since = next(
+                (at for at, message in enumerate(self._held) if messages[at] is not message),
+                len(self._held),
+            )
+            if any(isinstance(m, _Recorded) for m in messages[since:]):
+                # Placeholders to write: the record's messages, read (a rare response).
+                stored = await self._chats.get_chat(self._app, user, chat_id)
+                if stored is None:
+                    return
+                messages = [
+                    stored.messages[at] if isinstance(m, _Recorded) else m
+                    for at, m in enumerate(messages)
+                ]
             await self._chats.record_messages(
-                self._app, user, chat_id, self._fold.messages, create=False
+                self._app, user, chat_id, messages, create=False, since=since
             )
         except Exception as exc:
             logger.warning(
@@ -148,10 +178,21 @@ class ChatRecords:
         chat's lease, before it is planned (docs/adr/0069): 409 when it does not fit the
         record, 413 when it adds more than ``max_added_bytes`` to it."""
         user, chat_id = chat
+        outline = await self.index.outline(self._app, user, chat_id)
+        if outline is None or (outline.in_rows and self._recorder.directory is None):
+            joined = join_outline(outline, request, max_added_bytes=max_added_bytes)
+            ids = outline.ids[: joined.start] if outline is not None and joined else []
+            # A fold finds the message it continues by id: a placeholder is never one.
+            if joined is not None and request.message_id not in ids:
+                earlier = [_Recorded(id=message_id) for message_id in ids]
+                return request.completed(earlier, since=joined.since)
+        # The stored messages: an earlier version's whole chat (written whole next), a sent
+        # message that differs from an earlier one of the record, or a recording to make.
         stored = await self.index.get_chat(self._app, user, chat_id)
         held = stored.messages if stored is not None else None
         earlier = join_chat(held, request, max_added_bytes=max_added_bytes)
-        return request.completed(earlier) if earlier else request
+        in_rows = outline is None or outline.in_rows
+        return request.completed(earlier, since=len(earlier) if in_rows else 0)
 
     async def open(
         self,
@@ -170,15 +211,17 @@ class ChatRecords:
         recording = self._recorder.open(transport, request, ai_sdk=version) if request else None
         user, chat_id = chat
         if request is None:  # a backend's result, a cut turn finished: the stored messages go on
-            stored = await chats.get_chat(app, user, chat_id)
-            messages: list[Message] = stored.messages if stored is not None else []
+            messages, since = await self._stored(chat)
         else:
             # The client's state when it sent the request, as sent: an edit or a regeneration
             # has cut it at the branch, and after a stop only the page knows how far it read.
             # A credential the page answered with is not kept (docs/adr/0065).
             messages = messages_without_secrets(request.chat_messages)
             new_message = request.last_message.role == "user"
-            if not await chats.record_messages(app, user, chat_id, messages, create=new_message):
+            since = request.record_since
+            if not await chats.record_messages(
+                app, user, chat_id, messages, create=new_message, since=since
+            ):
                 return ResponseRecords(recording, None)  # deleted: nothing to keep
         fold = MessageFold(
             messages,
@@ -188,8 +231,19 @@ class ChatRecords:
         )
         # /live?chatId= resumes onto the message its page holds: its log stays as it was.
         rebuilds = transport != "live"
-        record = MessageRecord(chats, app, chat, fold, rebuilds=rebuilds)
+        record = MessageRecord(chats, app, chat, fold, rebuilds=rebuilds, held=messages[:since])
         return ResponseRecords(recording, record)
+
+    async def _stored(self, chat: ChatKey) -> tuple[list[Message], int]:
+        """The record's messages for a response with no request (its last continued), and how
+        many of them are its own placeholders: all but the last, when they are rows."""
+        user, chat_id = chat
+        outline = await self.index.outline(self._app, user, chat_id)
+        if outline is not None and outline.in_rows and outline.last is not None:
+            earlier: list[Message] = [_Recorded(id=message_id) for message_id in outline.ids[:-1]]
+            return [*earlier, outline.last], len(earlier)
+        stored = await self.index.get_chat(self._app, user, chat_id)
+        return (stored.messages if stored is not None else []), 0
 
     async def record_unanswered(self, chat: ChatKey, calls: Sequence[WaitingCall]) -> None:
         """Calls that ended unanswered with no response open (their socket left): ended in

@@ -1,7 +1,9 @@
 """A chat's messages as rows (store/chat_tables.py, docs/adr/0069), on SQLite and on a real
 PostgreSQL: a write stores only the messages that are new or changed, and a chat an earlier
 version wrote whole (one JSON array in ``adk_stream_chats.messages``) reads as it did and
-moves to rows on its first write.
+moves to rows on its first write. A write told that the chat's first messages are the
+record's own (``since``) neither reads nor writes them, and keeps the title they give; the
+outline a turn joins on gives ids and digests without reading every message.
 
 Which rows a write touched is read from the database itself: PostgreSQL's ``xmin`` (the
 transaction that wrote the row version), SQLite's triggers logging each insert and update."""
@@ -20,7 +22,14 @@ import pytest
 import pytest_asyncio
 from sqlalchemy import text
 
-from adk_stream_protocol.store.chat_index import ChatIndex
+from adk_stream_protocol.store.chat_index import (
+    UNTITLED,
+    ChatIndex,
+    InMemoryChatIndex,
+    StaleRecordError,
+    message_digest,
+    message_json,
+)
 from adk_stream_protocol.store.chat_tables import MESSAGES_TABLE, TABLE, create_chat_index
 from adk_stream_protocol.store.sessions import create_session_service
 
@@ -232,3 +241,152 @@ async def test_two_writers_of_a_chat_leave_one_of_their_chats_never_a_mix(
         await other.close()
         if hasattr(other_service, "close"):
             await other_service.close()
+
+
+@pytest_asyncio.fixture(
+    params=["sqlite", pytest.param("postgres", marks=pytest.mark.out_of_process), "memory"]
+)
+async def any_index(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[ChatIndex]:
+    """The database's index (SQLite and PostgreSQL) and the in-memory one: the rules of
+    ``since`` and ``outline`` are the same."""
+    if request.param == "memory":
+        yield InMemoryChatIndex()
+        return
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'chats.db'}"
+    else:
+        url = request.getfixturevalue("postgres_url")
+    service = create_session_service(url)
+    index = create_chat_index(url, service)
+    await index.prepare()
+    try:
+        yield index
+    finally:
+        await index.close()
+        if hasattr(service, "close"):
+            await service.close()
+
+
+def placeholders(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What a turn holds of the record's first messages: their ids only."""
+    return [{"id": message["id"]} for message in messages]
+
+
+@pytest.mark.asyncio
+async def test_a_write_since_leaves_the_records_first_messages_alone(
+    any_index: ChatIndex, app: str
+) -> None:
+    chat = turns(3)
+    await any_index.record_messages(app, USER, CHAT, chat)
+    grown = [*chat, turn(4)[0]]
+    # The first six are the record's own: placeholders stand for them, never written.
+    assert await any_index.record_messages(
+        app, USER, CHAT, [*placeholders(chat), turn(4)[0]], create=False, since=6
+    )
+    record = await any_index.get_chat(app, USER, CHAT)
+    assert record is not None and record.messages == grown
+    assert record.summary.title == "question 1" and record.summary.waiting is None
+    # The answer, waiting for an approval, and a cut: what is past the end is dropped.
+    waiting = {
+        "id": "a4",
+        "role": "assistant",
+        "parts": [{"type": "tool-x", "toolCallId": "c", "state": "approval-requested"}],
+    }
+    await any_index.record_messages(
+        app, USER, CHAT, [*placeholders(grown), waiting], create=False, since=7
+    )
+    record = await any_index.get_chat(app, USER, CHAT)
+    assert record is not None and record.messages == [*grown, waiting]
+    assert record.summary.waiting == "approval"
+    regenerated = [*placeholders(chat[:2]), {**chat[2], "id": "a2-again"}]
+    await any_index.record_messages(app, USER, CHAT, regenerated, create=False, since=2)
+    record = await any_index.get_chat(app, USER, CHAT)
+    assert record is not None and record.messages == [*chat[:2], {**chat[2], "id": "a2-again"}]
+
+
+@pytest.mark.asyncio
+async def test_a_write_since_takes_the_title_from_what_it_writes_when_the_first_have_none(
+    any_index: ChatIndex, app: str
+) -> None:
+    greeting = {"id": "a0", "role": "assistant", "parts": [{"type": "text", "text": "hello"}]}
+    await any_index.record_messages(app, USER, CHAT, [greeting])
+    record = await any_index.get_chat(app, USER, CHAT)
+    assert record is not None and record.summary.title == UNTITLED
+    asked = turn(7)[0]
+    await any_index.record_messages(app, USER, CHAT, [{"id": "a0"}, asked], since=1)
+    record = await any_index.get_chat(app, USER, CHAT)
+    assert record is not None and record.summary.title == "question 7"
+    # A later turn's write keeps it (the first user text is now among the record's own)...
+    await any_index.record_messages(
+        app, USER, CHAT, [{"id": "a0"}, {"id": "u7"}, turn(8)[0]], since=2
+    )
+    record = await any_index.get_chat(app, USER, CHAT)
+    assert record is not None and record.summary.title == "question 7"
+    # ...and a rename wins over both.
+    assert await any_index.rename(app, USER, CHAT, "mine")
+    await any_index.record_messages(app, USER, CHAT, [{"id": "a0"}, turn(9)[0]], since=1)
+    record = await any_index.get_chat(app, USER, CHAT)
+    assert record is not None and record.summary.title == "mine"
+
+
+@pytest.mark.asyncio
+async def test_the_outline_gives_ids_digests_and_the_last_message(
+    any_index: ChatIndex, app: str
+) -> None:
+    assert await any_index.outline(app, USER, CHAT) is None
+    chat = turns(3)
+    await any_index.record_messages(app, USER, CHAT, chat)
+    outline = await any_index.outline(app, USER, CHAT)
+    assert outline is not None and outline.in_rows
+    assert outline.ids == [m["id"] for m in chat]
+    assert outline.digests == [message_digest(message_json(m)) for m in chat]
+    assert outline.last == chat[-1]
+    await any_index.record_messages(app, USER, CHAT, [])
+    empty = await any_index.outline(app, USER, CHAT)
+    assert empty is not None and (empty.ids, empty.digests, empty.last) == ([], [], None)
+
+
+@pytest.mark.asyncio
+async def test_a_write_since_on_a_chat_not_in_rows_writes_nothing(probe: Probe, app: str) -> None:
+    """An earlier version's whole chat holds no rows: a write that counts on them is refused
+    (the caller writes the chat whole), and so is one on a chat that is not there."""
+    index = probe.index
+    old = turns(2)
+    whole = json.dumps(old, separators=(",", ":"))
+    await probe.sql(OLD_WRITE, app=app, user=USER, chat=CHAT, title="q", now=1, messages=whole)
+    outline = await index.outline(app, USER, CHAT)
+    assert outline is not None and not outline.in_rows
+    assert outline.ids == ["u1", "a1", "u2", "a2"] and outline.last == old[-1]
+    with pytest.raises(StaleRecordError):
+        await index.record_messages(
+            app, USER, CHAT, [*placeholders(old), turn(3)[0]], create=False, since=4
+        )
+    record = await index.get_chat(app, USER, CHAT)
+    assert record is not None and record.messages == old  # rolled back: still the column
+    with pytest.raises(StaleRecordError):
+        await index.record_messages(app, USER, "new-chat", [{"id": "x"}, turn(1)[0]], since=1)
+    assert await index.get_chat(app, USER, "new-chat") is None
+
+
+@pytest.mark.asyncio
+async def test_a_write_since_reads_and_writes_only_the_rows_from_there(
+    probe: Probe, app: str
+) -> None:
+    await probe.watch_writes()
+    index = probe.index
+    chat = turns(3)
+    await index.record_messages(app, USER, CHAT, chat)
+    before = await probe.versions(app)
+    # The record's first messages as placeholders: a write that read them would store these.
+    await index.record_messages(
+        app, USER, CHAT, [*placeholders(chat), turn(4)[0]], create=False, since=6
+    )
+    after = await probe.versions(app)
+    assert {seq for seq, v in after.items() if before.get(seq) != v} == {6}
+    titled = await probe.sql(
+        f"SELECT seq, message_id, titled FROM {MESSAGES_TABLE} WHERE app_name = :a ORDER BY seq",
+        a=app,
+    )
+    assert [(seq, mid, bool(t)) for seq, mid, t in titled] == [
+        (n, m["id"], m["role"] == "user") for n, m in enumerate([*chat, turn(4)[0]])
+    ]

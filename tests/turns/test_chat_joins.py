@@ -12,7 +12,8 @@ from adk_stream_protocol.foundation.errors import RequestError
 from adk_stream_protocol.foundation.limits import RequestLimits
 from adk_stream_protocol.foundation.settings import Settings
 from adk_stream_protocol.protocol.ui_messages import ChatRequest, parse_chat_request
-from adk_stream_protocol.turns.chat_joins import join_chat
+from adk_stream_protocol.store.chat_index import ChatOutline, message_digest, message_json
+from adk_stream_protocol.turns.chat_joins import OutlineJoin, join_chat, join_outline
 
 LIMITS = RequestLimits.from_settings(Settings())
 MAX_ADDED = 1 << 20
@@ -206,3 +207,83 @@ def test_what_a_request_adds_is_bounded_not_what_it_sends() -> None:
     with pytest.raises(RequestError):
         join_chat(RECORD, answered, max_added_bytes=100)
     assert join_chat(RECORD, answered, max_added_bytes=200) == RECORD[:3]
+
+
+# -- the join on the record's outline (ids, digests, last message) -----------------------------
+
+
+def outline_of(messages: list[dict[str, Any]]) -> ChatOutline:
+    return ChatOutline(
+        [m["id"] for m in messages],
+        [message_digest(message_json(m)) for m in messages],
+        messages[-1] if messages else None,
+    )
+
+
+def leading_same(held: list[dict[str, Any]], completed: list[Any]) -> int:
+    same = 0
+    while same < min(len(held), len(completed)) and held[same] == completed[same]:
+        same += 1
+    return same
+
+
+# A sent message that differs from one of the record's before its last: the outline cannot
+# say what it adds, the stored messages do.
+NEEDS_MESSAGES = {"whole: edit an earlier message", "last: edit"}
+
+
+@pytest.mark.parametrize(
+    ("name", "sent"), [(n, s) for n, s, _ in JOINED], ids=[n for n, _, _ in JOINED]
+)
+def test_the_join_on_the_outline_is_the_join_on_the_messages(name: str, sent: ChatRequest) -> None:
+    joined = join_outline(outline_of(RECORD), sent, max_added_bytes=MAX_ADDED)
+    if name in NEEDS_MESSAGES:
+        assert joined is None
+        return
+    assert joined is not None
+    earlier = join_chat(RECORD, sent, max_added_bytes=MAX_ADDED)
+    assert RECORD[: joined.start] == earlier
+    completed = sent.completed(earlier).chat_messages
+    assert joined.since == leading_same(RECORD, completed)
+
+
+@pytest.mark.parametrize(
+    ("sent", "reason"), [(s, r) for _, s, r in REFUSED], ids=[n for n, _, _ in REFUSED]
+)
+def test_the_join_on_the_outline_refuses_what_the_join_refuses(
+    sent: ChatRequest, reason: str
+) -> None:
+    with pytest.raises(RequestError) as caught:
+        join_outline(outline_of(RECORD), sent, max_added_bytes=MAX_ADDED)
+    assert caught.value.status == 409
+    assert reason in caught.value.message
+
+
+def test_the_join_on_the_outline_without_a_record_or_with_an_answer_the_page_never_saw() -> None:
+    for held in (None, outline_of([])):
+        joined = join_outline(held, request("u7"), max_added_bytes=MAX_ADDED)
+        assert joined == OutlineJoin(0, 0)
+    stopped = outline_of([*chat("u1", "a1", "u2"), {"id": "a2", "role": "assistant", "parts": []}])
+    assert join_outline(stopped, request("u3"), max_added_bytes=MAX_ADDED) == OutlineJoin(3, 3)
+    whole = request("u1", "a1", "u2", "u3")
+    assert join_outline(stopped, whole, max_added_bytes=MAX_ADDED) == OutlineJoin(0, 3)
+
+
+def test_the_join_on_the_outline_bounds_what_a_request_adds() -> None:
+    long = chat(*[f"{'u' if i % 2 == 0 else 'a'}{i}" for i in range(2_000)])
+    whole = parse_chat_request({"id": "c1", "messages": [*long, message("u-new")]}, LIMITS)
+    added = len('{"id":"u-new","role":"user","parts":[{"type":"text","text":"text of u-new"}]}')
+    outline = outline_of(long)
+    assert join_outline(outline, whole, max_added_bytes=added) == OutlineJoin(0, 2_000)
+    with pytest.raises(RequestError) as caught:
+        join_outline(outline, whole, max_added_bytes=added - 1)
+    assert caught.value.status == 413
+    recipe = parse_chat_request({"id": "c1", "message": message("u-new")}, LIMITS)
+    assert join_outline(outline, recipe, max_added_bytes=added) == OutlineJoin(2_000, 2_000)
+    # The page's answers to the record's last message count as added (held against it whole).
+    answered = request("a2", changed="x" * 100)
+    with pytest.raises(RequestError):
+        join_outline(outline_of(RECORD), answered, max_added_bytes=100)
+    assert join_outline(outline_of(RECORD), answered, max_added_bytes=200) == OutlineJoin(3, 3)
+    resent = request("a2")  # the record's last as it holds it: adds nothing
+    assert join_outline(outline_of(RECORD), resent, max_added_bytes=0) == OutlineJoin(3, 4)
