@@ -131,8 +131,10 @@ class Side:
         return self.store.disk_bytes()
 
 
-def _history(server: Server) -> float:
-    return float(httpx.get(f"{server.base_url}/bench/history", timeout=30).json()["seconds"])
+def _reads(server: Server) -> tuple[float, float]:
+    """The server's session reads' CPU so far, and its process CPU clock (both seconds)."""
+    totals = httpx.get(f"{server.base_url}/bench/history", timeout=30).json()
+    return float(totals["seconds"]), float(totals["cpu"])
 
 
 def _settle(server: Server) -> None:
@@ -158,22 +160,17 @@ def measure(side: Side, path: str, body: dict[str, Any]) -> Turn:
     """The next turn: ``body`` posted to ``path``, and what it cost the server."""
     server = side.server
     _settle(server)
-    history, written, size, cpu = (
-        _history(server),
-        side.written(),
-        side.size(),
-        server.cpu_seconds(),
-    )
+    (history, cpu), written, size = _reads(server), side.written(), side.size()
     ok, wall = asyncio.run(_post(server, path, body))
     _settle(server)
-    cpu = server.cpu_seconds() - cpu
+    history_after, cpu_after = _reads(server)
     return Turn(
-        cpu=cpu,
+        cpu=cpu_after - cpu,
         wall=wall,
         written=side.written() - written,
         grown=side.size() - size,
         request=len(json.dumps(body).encode()),
-        history=_history(server) - history,
+        history=history_after - history,
         ok=ok,
     )
 
@@ -385,7 +382,7 @@ def figures_of(
         "x",
         "lower",
         "ADK's own",
-        note=f"each round's turn at {last} over the median turn at {first} (10 ms ticks)",
+        note=f"each round's turn at {last} over the median turn at {first}",
     )
     for our_turn, adk_turn in zip(turns[("ours", last)], turns[("adk", last)], strict=True):
         growth.add(
@@ -397,7 +394,7 @@ def figures_of(
 
 
 def _median_cpu(turns: list[Turn]) -> float:
-    return statistics.median(t.cpu for t in turns) or 0.01  # a tick, when none was counted
+    return statistics.median(t.cpu for t in turns) or 1e-6  # never 0: a ratio's denominator
 
 
 def compaction_supported() -> bool:
