@@ -108,7 +108,8 @@ WHERE app_name = :app AND chat_id = :template"""
 # Each chat's messages, a row per message (docs/adr/0069).
 _COPY_CHAT_MESSAGES = """
 INSERT INTO adk_stream_chat_messages
-SELECT app_name, user_id, 'chat-' || lpad(n::text, 5, '0'), seq, digest, message
+    (app_name, user_id, chat_id, seq, digest, message_id, titled, message)
+SELECT app_name, user_id, 'chat-' || lpad(n::text, 5, '0'), seq, digest, message_id, titled, message
 FROM adk_stream_chat_messages, generate_series(1, :copies) AS n
 WHERE app_name = :app AND chat_id = :template"""
 

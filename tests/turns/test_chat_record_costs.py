@@ -61,8 +61,7 @@ class Store:
         self.url = url
 
     async def sql(self, statement: str, **params: Any) -> list[tuple[Any, ...]]:
-        if self.url == "memory://":
-            pytest.skip("the in-memory index has no rows to look at")
+        assert self.url != "memory://", "the in-memory index has no rows: use sql_store"
         if self.url.startswith("sqlite"):
             import sqlite3
 
@@ -78,6 +77,20 @@ class Store:
     params=["sqlite", pytest.param("postgres", marks=pytest.mark.out_of_process), "memory"]
 )
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    async for opened in _opened(request, tmp_path):
+        yield opened
+
+
+@pytest_asyncio.fixture(
+    params=["sqlite", pytest.param("postgres", marks=pytest.mark.out_of_process)]
+)
+async def sql_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    """A store whose rows a test reads and changes in SQL (not the in-memory index)."""
+    async for opened in _opened(request, tmp_path):
+        yield opened
+
+
+async def _opened(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
     if request.param == "memory":
         url = "memory://"
     elif request.param == "sqlite":
@@ -198,10 +211,10 @@ async def test_edits_and_whole_chats_are_joined_and_written_as_before(
 
 @pytest.mark.asyncio
 async def test_a_chat_an_earlier_version_wrote_whole_moves_to_rows_on_a_recipe_turn(
-    store: Store, app: str
+    sql_store: Store, app: str
 ) -> None:
     chat, old = "old", turns(2)
-    await store.sql(
+    await sql_store.sql(
         f"INSERT INTO {TABLE} (app_name, user_id, chat_id, title, title_set, created_at_us, "
         "updated_at_us, waiting, messages) VALUES (:a, :u, :c, 'question 0', FALSE, 1, 1, NULL, "
         ":m)",
@@ -210,15 +223,15 @@ async def test_a_chat_an_earlier_version_wrote_whole_moves_to_rows_on_a_recipe_t
         c=chat,
         m=json.dumps(old, separators=(",", ":")),
     )
-    records = ChatRecords(store.index, app, Recorder(None))
+    records = ChatRecords(sql_store.index, app, Recorder(None))
     await a_turn(records, chat, recipe(chat, message("u-new", "next")), "done")
-    rows = await store.sql(
+    rows = await sql_store.sql(
         f"SELECT count(*) FROM {MESSAGES_TABLE} WHERE app_name = :a AND chat_id = :c",
         a=app,
         c=chat,
     )
     assert rows == [(6,)]
-    record = await store.index.get_chat(app, USER, chat)
+    record = await sql_store.index.get_chat(app, USER, chat)
     assert record is not None and record.messages[:5] == [*old, message("u-new", "next")]
 
 
