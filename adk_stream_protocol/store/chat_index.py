@@ -13,9 +13,10 @@ requests on it race (several tabs, several processes):
   one row); with ``create=False`` it only updates a chat that exists, so the end of a
   response never brings back a chat deleted meanwhile.
 - A title the user gave (``rename``) is kept by every later ``record_messages``.
-- ``updated_at`` is the last ``record_messages``'s time (but a response's start that changes
-  only messages: its end moves it), and never goes back (two processes' clocks may differ a
-  little). A rename is not activity: it does not move the chat.
+- ``updated_at`` is the last write's time (``record_messages``, or ``record_start`` when it
+  changes more than the messages: otherwise the response's end moves it), and never goes
+  back (two processes' clocks may differ a little). A rename is not activity: it does not
+  move the chat.
 - Listing is newest activity first, ties by chat id, and pages by an opaque cursor that
   names the last chat given: a chat written between two pages moves to the top (the page
   the user already has) and is neither repeated nor makes another one skipped.

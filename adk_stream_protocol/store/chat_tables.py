@@ -16,7 +16,10 @@ both (upsert, row values, ``CASE``), and the rules of ``chat_index.py`` hold acr
 Recording a chat's messages is one transaction that begins with the chat's row (its row lock,
 on SQLite the write lock, orders two writers of a chat), reads the digests of the stored
 messages, and writes only the messages that are new or changed, then drops those past the
-chat's end: a turn writes what it added, not the whole chat (ADR 0069). A chat recorded by an
+chat's end: a turn writes what it added, not the whole chat (ADR 0069). A response's start
+(``record_start``) reads the chat's row instead, under its lock, and writes it only when more
+than its time would change: its end stamps the chat, and on SQLite each page a transaction
+touches is written twice (the rollback journal's copy, then the page). A chat recorded by an
 earlier version holds its messages as one JSON array in ``adk_stream_chats.messages``; it is
 read as it is, and moved into message rows (the column emptied) by its first write. Reading a
 chat is one statement (the chat's row joined with its messages), so it sees one state.
