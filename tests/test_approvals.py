@@ -160,6 +160,12 @@ class ActiveWhenStored:
         self.seen.append((messages[-1]["role"], await self._active(user, chat_id)))
         return bool(await self.index.record_messages(app, user, chat_id, messages, **kw))
 
+    async def record_start(
+        self, app: str, user: str, chat_id: str, messages: list[dict[str, Any]], **kw: Any
+    ) -> bool:
+        self.seen.append((messages[-1]["role"], await self._active(user, chat_id)))
+        return bool(await self.index.record_start(app, user, chat_id, messages, **kw))
+
 
 def test_a_page_that_reads_the_answered_approval_finds_its_response_active(
     tmp_path: Path,

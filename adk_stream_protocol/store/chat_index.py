@@ -13,8 +13,10 @@ requests on it race (several tabs, several processes):
   one row); with ``create=False`` it only updates a chat that exists, so the end of a
   response never brings back a chat deleted meanwhile.
 - A title the user gave (``rename``) is kept by every later ``record_messages``.
-- ``updated_at`` is the last ``record_messages``'s time, and never goes back (two processes'
-  clocks may differ a little). A rename is not activity: it does not move the chat.
+- ``updated_at`` is the last write's time (``record_messages``, or ``record_start`` when it
+  changes more than the messages: otherwise the response's end moves it), and never goes
+  back (two processes' clocks may differ a little). A rename is not activity: it does not
+  move the chat.
 - Listing is newest activity first, ties by chat id, and pages by an opaque cursor that
   names the last chat given: a chat written between two pages moves to the top (the page
   the user already has) and is neither repeated nor makes another one skipped.
@@ -115,6 +117,22 @@ class ChatIndex(ABC):
         changes, not what the chat holds (``messages[:since]`` may be placeholders; the last
         message is always written, so it never is one).
         ``StaleRecordError`` when the record does not hold that many messages as rows."""
+
+    @abstractmethod
+    async def record_start(
+        self,
+        app: str,
+        user: str,
+        chat_id: str,
+        messages: list[dict[str, Any]],
+        *,
+        create: bool = True,
+        since: int = 0,
+    ) -> bool:
+        """``record_messages`` at a response's start, whose end records the chat again:
+        when the chat exists and its title and what it waits for stay as they are,
+        ``updated_at`` stays too and only the messages are written (on SQLite a rollback
+        journal's pages fewer: docs/adr/0069)."""
 
     @abstractmethod
     async def outline(self, app: str, user: str, chat_id: str) -> ChatOutline | None:
@@ -311,6 +329,31 @@ class InMemoryChatIndex(ChatIndex):
         create: bool = True,
         since: int = 0,
     ) -> bool:
+        return self._record((app, user, chat_id), messages, create=create, since=since)
+
+    async def record_start(
+        self,
+        app: str,
+        user: str,
+        chat_id: str,
+        messages: list[dict[str, Any]],
+        *,
+        create: bool = True,
+        since: int = 0,
+    ) -> bool:
+        key = (app, user, chat_id)
+        return self._record(key, messages, create=create, since=since, stamp=False)
+
+    def _record(
+        self,
+        key: tuple[str, str, str],
+        messages: list[dict[str, Any]],
+        *,
+        create: bool,
+        since: int,
+        stamp: bool = True,
+    ) -> bool:
+        app, user, chat_id = key
         since = min(since, max(len(messages) - 1, 0))
         tail = messages[since:]
         stored, now = [message_json(message) for message in tail], now_us()
@@ -328,10 +371,13 @@ class InMemoryChatIndex(ChatIndex):
             )
             self._rows.setdefault((app, user), chats)[chat_id] = row
             return True
+        title = row.title
         if not row.title_set and not any(row.titled[:since]):
-            row.title = title_of(tail)
-        row.updated_us = max(row.updated_us, now)
-        row.waiting = waiting_of(tail)
+            title = title_of(tail)
+        waiting = waiting_of(tail)
+        if stamp or title != row.title or waiting != row.waiting:
+            row.updated_us = max(row.updated_us, now)
+        row.title, row.waiting = title, waiting
         row.messages = [*row.messages[:since], *stored]
         row.ids = [*row.ids[:since], *ids]
         row.digests = [*row.digests[:since], *digests]

@@ -16,7 +16,10 @@ both (upsert, row values, ``CASE``), and the rules of ``chat_index.py`` hold acr
 Recording a chat's messages is one transaction that begins with the chat's row (its row lock,
 on SQLite the write lock, orders two writers of a chat), reads the digests of the stored
 messages, and writes only the messages that are new or changed, then drops those past the
-chat's end: a turn writes what it added, not the whole chat (ADR 0069). A chat recorded by an
+chat's end: a turn writes what it added, not the whole chat (ADR 0069). A response's start
+(``record_start``) reads the chat's row instead, under its lock, and writes it only when more
+than its time would change: its end stamps the chat, and on SQLite each page a transaction
+touches is written twice (the rollback journal's copy, then the page). A chat recorded by an
 earlier version holds its messages as one JSON array in ``adk_stream_chats.messages``; it is
 read as it is, and moved into message rows (the column emptied) by its first write. Reading a
 chat is one statement (the chat's row joined with its messages), so it sees one state.
@@ -141,6 +144,8 @@ TITLED = (
     "ORDER BY seq LIMIT 1"
 )
 RETITLE = f"UPDATE {TABLE} SET title = :title WHERE {_KEY} AND NOT title_set"
+# The chat's row as a response's start finds it (``record_start``), read under its lock.
+HEAD = f"SELECT title, title_set, waiting, messages FROM {TABLE} WHERE {_KEY}"
 # The chat's row with each message's id and digest, and the last message's JSON.
 OUTLINE = f"""
 SELECT c.messages, m.message_id, m.digest,
@@ -196,7 +201,10 @@ class _Statements(Protocol):
 
 class _Database(_Statements, Protocol):
     """Where the statements run: each one on its own, committed, or several in a
-    ``transaction``."""
+    ``transaction``. ``row_lock`` ends a ``SELECT`` that locks the rows it reads in a
+    transaction (on SQLite the transaction holds the file's write lock already)."""
+
+    row_lock: str
 
     async def create(self) -> None: ...
 
@@ -228,6 +236,31 @@ class SqlChatIndex(ChatIndex):
         create: bool = True,
         since: int = 0,
     ) -> bool:
+        return await self._record((app, user, chat_id), messages, create=create, since=since)
+
+    async def record_start(
+        self,
+        app: str,
+        user: str,
+        chat_id: str,
+        messages: list[dict[str, Any]],
+        *,
+        create: bool = True,
+        since: int = 0,
+    ) -> bool:
+        key = (app, user, chat_id)
+        return await self._record(key, messages, create=create, since=since, stamp=False)
+
+    async def _record(
+        self,
+        chat: tuple[str, str, str],
+        messages: list[dict[str, Any]],
+        *,
+        create: bool,
+        since: int,
+        stamp: bool = True,
+    ) -> bool:
+        app, user, chat_id = chat
         key = {"app": app, "user": user, "chat": chat_id}
         since = min(since, max(len(messages) - 1, 0))
         tail = messages[since:]
@@ -243,15 +276,32 @@ class SqlChatIndex(ChatIndex):
         count = since + len(stored)
         try:
             async with self._database.transaction() as statements:
-                # The chat's row first: its lock orders two writers of the chat.
-                if not await statements.write(UPSERT if create else UPDATE, params):
+                # The chat's row first: its lock orders two writers of the chat. Without
+                # ``stamp`` (a start) it is read, locked, and written only if more than its time
+                # changes.
+                head = None
+                if not stamp:
+                    rows = await statements.read(HEAD + self._database.row_lock, key)
+                    head = rows[0] if rows else None
+                if head is None and not await statements.write(
+                    UPSERT if create else UPDATE, params
+                ):
                     raise _Unchanged
+                retitle = False
                 if since:
                     bounds = {**key, "since": since}
                     if not (await statements.read(HOLDS, {**key, "last": since - 1}))[0][0]:
                         raise StaleRecordError(f"the record does not hold {since} messages")
-                    if not await statements.read(TITLED, bounds):  # its title is in the tail
+                    # Its title is in the tail.
+                    retitle = not await statements.read(TITLED, bounds)
+                    if retitle and head is None:
                         await statements.write(RETITLE, {**key, "title": title})
+                if head is not None:
+                    held_title, title_set, waiting, whole = head
+                    keep_title = since > 0 and not retitle
+                    new_title = held_title if title_set or keep_title else title
+                    if (new_title, whole, waiting) != (held_title, IN_ROWS, params["waiting"]):
+                        await statements.write(UPDATE, {**params, "keep_title": keep_title})
                 held = {
                     int(seq): str(digest)
                     for seq, digest in await statements.read(DIGESTS, {**key, "since": since})
@@ -375,6 +425,8 @@ class PostgresDatabase:
     """Statements on ADK's engine (``DatabaseSessionService.db_engine``), which the session
     service owns and closes."""
 
+    row_lock = " FOR UPDATE"
+
     def __init__(self, engine: AsyncEngine) -> None:
         if engine.dialect.name != "postgresql":
             raise ValueError(
@@ -431,6 +483,8 @@ class SqliteDatabase:
     own transaction unless a ``transaction`` (``BEGIN IMMEDIATE``: the file's write lock at
     once) holds it. The requests share the connection, so they take turns on it: a statement
     never lands inside another request's transaction."""
+
+    row_lock = ""  # BEGIN IMMEDIATE: the transaction holds the file's write lock
 
     def __init__(self, path: Path) -> None:
         self._path = path

@@ -219,7 +219,9 @@ class ChatRecords:
             messages = messages_without_secrets(request.chat_messages)
             new_message = request.last_message.role == "user"
             since = request.record_since
-            if not await chats.record_messages(
+            # The end records the chat again (its ``updated_at``): the start leaves the
+            # chat's row alone when only messages change (docs/adr/0069).
+            if not await chats.record_start(
                 app, user, chat_id, messages, create=new_message, since=since
             ):
                 return ResponseRecords(recording, None)  # deleted: nothing to keep

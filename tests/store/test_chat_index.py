@@ -346,3 +346,51 @@ async def _walk(index: ChatIndex, app: str, *, limit: int, cursor: str | None = 
             return seen
         assert len(page.chats) == limit
         cursor = page.next_cursor
+
+
+@pytest.mark.asyncio
+async def test_a_start_that_only_adds_messages_leaves_the_chats_row_and_its_place(
+    index: ChatIndex, app: str, clock: list[int]
+) -> None:
+    """``record_start``, a response's start: the chat keeps its time and place when only its
+    messages change (its end moves it); a change of what it waits for or of its title is
+    written, with the time, as always."""
+    only_file = {"id": "u0", "role": "user", "parts": [{"type": "file", "url": "data:,"}]}
+    asked = assistant(tool("approval-requested", approval={"id": "apr-1"}))
+    answered = [user("third"), assistant({"type": "text", "text": "ok"})]
+    await index.record_messages(app, USER, "chat-3", answered)
+    created = clock[0]
+    clock[0] += 10
+    await index.record_messages(app, USER, "chat-1", [user("first"), asked])
+    await index.record_messages(app, USER, "chat-2", [only_file])
+    clock[0] += 10
+    third = [*answered, user("more", "u2")]
+    assert await index.record_start(app, USER, "chat-3", third, since=2)
+    record = await index.get_chat(app, USER, "chat-3")
+    assert record is not None and record.messages == third
+    assert record.summary.updated_at == chat_index.utc_time(created)
+    page = await index.list_chats(app, USER, limit=5)
+    assert [c.chat_id for c in page.chats] == ["chat-2", "chat-1", "chat-3"]
+    # What waits changes (the user moves on past an approval): the row, with the time.
+    clock[0] += 10
+    first = [user("first"), asked, user("never mind", "u2")]
+    assert await index.record_start(app, USER, "chat-1", first, since=2)
+    record = await index.get_chat(app, USER, "chat-1")
+    assert record is not None and record.messages == first and record.summary.waiting is None
+    assert record.summary.updated_at == chat_index.utc_time(clock[0])
+    # The title comes with the first text: the row, with the time.
+    clock[0] += 10
+    second = [only_file, user("now with text", "u2")]
+    assert await index.record_start(app, USER, "chat-2", second, since=1)
+    record = await index.get_chat(app, USER, "chat-2")
+    assert record is not None and record.summary.title == "now with text"
+    assert record.summary.updated_at == chat_index.utc_time(clock[0])
+    page = await index.list_chats(app, USER, limit=5)
+    assert [c.chat_id for c in page.chats] == ["chat-2", "chat-1", "chat-3"]
+    # A missing chat: created when it may be, left missing when not.
+    new = [user("brand new")]
+    assert await index.record_start(app, USER, "chat-4", new, create=False) is False
+    assert await index.get_chat(app, USER, "chat-4") is None
+    assert await index.record_start(app, USER, "chat-4", new)
+    record = await index.get_chat(app, USER, "chat-4")
+    assert record is not None and record.summary.title == "brand new"
