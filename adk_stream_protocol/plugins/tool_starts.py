@@ -33,6 +33,7 @@ from google.adk.sessions import BaseSessionService, Session
 from google.adk.tools import BaseTool, ToolContext
 
 from adk_stream_protocol.coordination.base import ChatKey, ChatLease
+from adk_stream_protocol.protocol.refusals import Refusal
 from adk_stream_protocol.protocol.tool_calls import CALL_STARTED_KEY
 
 logger = logging.getLogger(__name__)
@@ -40,7 +41,7 @@ logger = logging.getLogger(__name__)
 PLUGIN_NAME = "adk_stream_protocol_tool_starts"
 
 
-class ToolNotStarted(RuntimeError):
+class ToolNotStarted(Refusal):
     """The tool's body did not run: its start could not be recorded, or the run no longer
     holds the chat. The call stays as it was, for the chat's next holder to run."""
 
@@ -79,7 +80,10 @@ class ToolStartPlugin(BasePlugin):
         lease = self._leases.get(chat)
         if lease is not None and not lease.held():
             logger.warning(
-                "tool not started: the run lost its chat user=%s chat=%s call=%s", *chat, call_id
+                "tool not started: the run lost its chat user=%s chat=%s call=%s tool=%s",
+                *chat,
+                call_id,
+                tool.name,
             )
             raise ToolNotStarted("this run no longer holds the chat")
         mark = Event(

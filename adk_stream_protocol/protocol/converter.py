@@ -64,6 +64,7 @@ from adk_stream_protocol.protocol.parts.tools import (
     rearmed_call,
     result_chunk,
 )
+from adk_stream_protocol.protocol.refusals import log_failure
 from adk_stream_protocol.protocol.tool_calls import CONFIRMATION_TOOL
 from adk_stream_protocol.protocol.transcripts import LiveTranscripts
 from adk_stream_protocol.protocol.usage import ResponseUsage
@@ -255,7 +256,7 @@ class StreamProtocolConverter:
         if not self._errored:
             if error_text is None:
                 reference = new_error_reference()
-                log_error(reference, type(exc).__name__, str(exc), exc)
+                log_failure(reference, exc)  # a refusal: its WARNING is logged already
                 error_text = self._error_text(type(exc).__name__, str(exc), reference)
             out.extend(self._blocks.close_all())
             out.append(ErrorChunk(error_text=error_text))
