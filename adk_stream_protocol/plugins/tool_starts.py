@@ -53,16 +53,27 @@ class ToolStartPlugin(BasePlugin):
         super().__init__(name=PLUGIN_NAME)
         self._sessions = sessions
         self._leases: dict[ChatKey, ChatLease] = {}
+        # The invocations of each held chat that a lost lease stopped before a tool: ADK
+        # reports the refusal as an error event with a generic code, and the chat's response
+        # asks here whether that error is one (``refused``), to log it quietly (ADR 0072).
+        self._refused: dict[ChatKey, set[str]] = {}
         # One lock per running invocation, gone once no call of it waits on it.
         self._order: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
     def hold(self, chat: ChatKey, lease: ChatLease) -> None:
         """The chat's runs hold ``lease`` from now on: tools start only while it is held."""
         self._leases[chat] = lease
+        self._refused.pop(chat, None)
 
     def let_go(self, chat: ChatKey, lease: ChatLease) -> None:
         if self._leases.get(chat) is lease:
             del self._leases[chat]
+            self._refused.pop(chat, None)
+
+    def refused(self, chat: ChatKey, invocation_id: str) -> bool:
+        """Whether this process stopped the chat's invocation before a tool (``ToolNotStarted``)
+        while the chat's current lease is held."""
+        return invocation_id in self._refused.get(chat, ())
 
     async def before_tool_callback(
         self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext
@@ -85,6 +96,7 @@ class ToolStartPlugin(BasePlugin):
                 call_id,
                 tool.name,
             )
+            self._refused.setdefault(chat, set()).add(tool_context.invocation_id)
             raise ToolNotStarted("this run no longer holds the chat")
         mark = Event(
             author=tool_context.agent_name,
