@@ -55,9 +55,20 @@ def test_a_stalled_instance_does_not_start_a_tool_after_losing_its_chat(
                 os.kill(a.process.pid, signal.SIGCONT)
             cut.read()  # A's response ends, whatever it says
         assert len(chat.payments()) == 1  # A woke and did not pay again
-        assert "tool not started: the run lost its chat" in a.log()
+        log = a.log()
+        assert "tool not started: the run lost its chat" in log
+        # Both refusals, the tool's start and the aborted run's seal refused as stale, are
+        # handled: one WARNING line each and no ERROR, no traceback (docs/adr/0072).
+        assert _lines(log, "tool not started: the run lost its chat") == 1
+        assert _lines(log, "write refused as stale") >= 1
+        assert _lines(log, " ERROR ") == 0, log
+        assert "Traceback" not in log, log
         # B took the chat from a lease that lapsed: it fenced A off first (docs/adr/0034).
         assert "fenced after an unclean takeover" in b.log()
+
+
+def _lines(log: str, text: str) -> int:
+    return sum(text in line for line in log.splitlines())
 
 
 def _wait_stopped(pid: int) -> None:

@@ -11,6 +11,9 @@ on the chat's next run (``Event from an unknown agent``).
 
 - a record at WARNING or above whose exception (``exc_info``, or an exception among its
   arguments) is a store's outage as ``outage_of`` tells it, outside a run's tool timeouts;
+- a record at WARNING or above whose exception is, or was caused by, one of the server's
+  refusals as ``protocol.refusals.refusal_in`` tells it by class (a tool the fence stopped, a
+  write refused as stale): where it was made, the refusal logged its own WARNING (ADR 0072);
 - ADK's warning about an event from an unknown agent whose author is the app's fence author.
 
 Everything else passes as it is. A record moved to DEBUG is dropped unless its logger logs at
@@ -37,6 +40,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from adk_stream_protocol.foundation.outages import outage_of
+from adk_stream_protocol.protocol.refusals import refusal_in
 
 ADK_LOGGERS = "google_adk"
 # ADK's modules that log a run's or a session's failures; some are imported only on first use.
@@ -59,6 +63,7 @@ _FAILURE_LOGGERS = tuple(
         "utils._runner_utils",
         # ... and those that log what resumes a run, a sign-in's answer included.
         "workflow._node_runner",
+        "workflow._node_runner_utils",  # the seal of an aborted run, refused as stale
         "models.gemini_llm_connection",
     )
 )
@@ -79,7 +84,8 @@ REDACTED = "[redacted]"
 
 
 class AdkLogs(logging.Filter):
-    """ADK's records of a store's outage, and of the app's fences, at DEBUG.
+    """ADK's records of a store's outage, of the server's refusals and of the app's fences,
+    at DEBUG.
     ``fence_author``: the author of the app's fence events (store/sessions.py)."""
 
     def __init__(self, fence_author: str | None = None) -> None:
@@ -89,7 +95,7 @@ class AdkLogs(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         _redact_credentials(record)
         if record.levelno < logging.WARNING or not (
-            self._is_outage(record) or self._is_fence(record)
+            self._is_outage(record) or self._is_refusal(record) or self._is_fence(record)
         ):
             return True
         if not logging.getLogger(record.name).isEnabledFor(logging.DEBUG):
@@ -100,11 +106,12 @@ class AdkLogs(logging.Filter):
 
     @staticmethod
     def _is_outage(record: logging.LogRecord) -> bool:
-        errors = [record.exc_info[1]] if record.exc_info and record.exc_info[1] else []
-        args = record.args if isinstance(record.args, tuple) else ()
-        errors += [arg for arg in args if isinstance(arg, BaseException)]
         # A bare TimeoutError in a run may be a tool's own: not an outage (ADR 0030).
-        return any(outage_of(error, timeouts=False) is not None for error in errors)
+        return any(outage_of(error, timeouts=False) is not None for error in _errors_of(record))
+
+    @staticmethod
+    def _is_refusal(record: logging.LogRecord) -> bool:
+        return any(refusal_in(error) is not None for error in _errors_of(record))
 
     def _is_fence(self, record: logging.LogRecord) -> bool:
         args = record.args if isinstance(record.args, tuple) else ()
@@ -113,6 +120,13 @@ class AdkLogs(logging.Filter):
             and record.msg == UNKNOWN_AGENT
             and args[:1] == (self._fence_author,)
         )
+
+
+def _errors_of(record: logging.LogRecord) -> list[BaseException]:
+    """The record's exception (``exc_info``) and those among its arguments."""
+    errors = [record.exc_info[1]] if record.exc_info and record.exc_info[1] else []
+    args = record.args if isinstance(record.args, tuple) else ()
+    return errors + [arg for arg in args if isinstance(arg, BaseException)]
 
 
 def _redact_credentials(record: logging.LogRecord) -> None:

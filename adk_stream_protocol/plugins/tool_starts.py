@@ -33,6 +33,7 @@ from google.adk.sessions import BaseSessionService, Session
 from google.adk.tools import BaseTool, ToolContext
 
 from adk_stream_protocol.coordination.base import ChatKey, ChatLease
+from adk_stream_protocol.protocol.refusals import Refusal
 from adk_stream_protocol.protocol.tool_calls import CALL_STARTED_KEY
 
 logger = logging.getLogger(__name__)
@@ -40,7 +41,7 @@ logger = logging.getLogger(__name__)
 PLUGIN_NAME = "adk_stream_protocol_tool_starts"
 
 
-class ToolNotStarted(RuntimeError):
+class ToolNotStarted(Refusal):
     """The tool's body did not run: its start could not be recorded, or the run no longer
     holds the chat. The call stays as it was, for the chat's next holder to run."""
 
@@ -52,16 +53,27 @@ class ToolStartPlugin(BasePlugin):
         super().__init__(name=PLUGIN_NAME)
         self._sessions = sessions
         self._leases: dict[ChatKey, ChatLease] = {}
+        # The invocations of each held chat that a lost lease stopped before a tool: ADK
+        # reports the refusal as an error event with a generic code, and the chat's response
+        # asks here whether that error is one (``refused``), to log it quietly (ADR 0072).
+        self._refused: dict[ChatKey, set[str]] = {}
         # One lock per running invocation, gone once no call of it waits on it.
         self._order: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
     def hold(self, chat: ChatKey, lease: ChatLease) -> None:
         """The chat's runs hold ``lease`` from now on: tools start only while it is held."""
         self._leases[chat] = lease
+        self._refused.pop(chat, None)
 
     def let_go(self, chat: ChatKey, lease: ChatLease) -> None:
         if self._leases.get(chat) is lease:
             del self._leases[chat]
+            self._refused.pop(chat, None)
+
+    def refused(self, chat: ChatKey, invocation_id: str) -> bool:
+        """Whether this process stopped the chat's invocation before a tool (``ToolNotStarted``)
+        while the chat's current lease is held."""
+        return invocation_id in self._refused.get(chat, ())
 
     async def before_tool_callback(
         self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext
@@ -79,8 +91,12 @@ class ToolStartPlugin(BasePlugin):
         lease = self._leases.get(chat)
         if lease is not None and not lease.held():
             logger.warning(
-                "tool not started: the run lost its chat user=%s chat=%s call=%s", *chat, call_id
+                "tool not started: the run lost its chat user=%s chat=%s call=%s tool=%s",
+                *chat,
+                call_id,
+                tool.name,
             )
+            self._refused.setdefault(chat, set()).add(tool_context.invocation_id)
             raise ToolNotStarted("this run no longer holds the chat")
         mark = Event(
             author=tool_context.agent_name,

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from google.adk.events import Event
@@ -64,6 +64,7 @@ from adk_stream_protocol.protocol.parts.tools import (
     rearmed_call,
     result_chunk,
 )
+from adk_stream_protocol.protocol.refusals import log_failure
 from adk_stream_protocol.protocol.tool_calls import CONFIRMATION_TOOL
 from adk_stream_protocol.protocol.transcripts import LiveTranscripts
 from adk_stream_protocol.protocol.usage import ResponseUsage
@@ -99,6 +100,10 @@ class StreamProtocolConverter:
         ai_sdk: AiSdkVersion = 6,
     ) -> None:
         self.message_id = message_id
+        # Whether an error event reports a refusal the server made and logged itself (a tool
+        # the fence stopped, ADR 0072): ADK reports it under a generic code, RuntimeError.
+        # The chat's turn sets it; None: every error event is logged as an error.
+        self.refused: Callable[[Event], bool] | None = None
         self._client = client_for(ai_sdk)
         # With a live run, a late result of an earlier turn's call can arrive in this response;
         # the client has no part for it and would throw. None: no such restriction.
@@ -173,7 +178,8 @@ class StreamProtocolConverter:
             if code == ABORTED_CODE:
                 out.extend(self._aborted())
             else:
-                out.extend(self._error(code, event.error_message))
+                refused = self.refused is not None and self.refused(event)
+                out.extend(self._error(code, event.error_message, refused=refused))
         return out
 
     def replay(self, responses: Sequence[Sequence[Event]]) -> list[BaseChunk]:
@@ -255,7 +261,7 @@ class StreamProtocolConverter:
         if not self._errored:
             if error_text is None:
                 reference = new_error_reference()
-                log_error(reference, type(exc).__name__, str(exc), exc)
+                log_failure(reference, exc)  # a refusal: its WARNING is logged already
                 error_text = self._error_text(type(exc).__name__, str(exc), reference)
             out.extend(self._blocks.close_all())
             out.append(ErrorChunk(error_text=error_text))
@@ -396,12 +402,15 @@ class StreamProtocolConverter:
         out.append(AbortChunk())
         return out
 
-    def _error(self, code: str, message: str | None) -> list[BaseChunk]:
+    def _error(self, code: str, message: str | None, *, refused: bool = False) -> list[BaseChunk]:
         if self._errored:
             return []
         self._errored = True
         reference = new_error_reference()
-        log_error(reference, code, message)
+        if refused:  # its WARNING is logged where it was made
+            logger.debug("refused run ref=%s code=%s", reference, code)
+        else:
+            log_error(reference, code, message)
         out = self._blocks.close_all()
         out.append(ErrorChunk(error_text=self._error_text(code, message, reference)))
         return out

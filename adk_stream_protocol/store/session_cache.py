@@ -31,6 +31,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from google.adk.errors import StaleSessionError
 from google.adk.events import Event
 from google.adk.sessions import BaseSessionService, InMemorySessionService, Session
 from google.adk.sessions.base_session_service import GetSessionConfig, ListSessionsResponse
@@ -177,6 +178,22 @@ class SessionCache(BaseSessionService):
         await self.inner.flush()
 
     async def append_event(self, session: Session, event: Event) -> Event:
+        try:
+            return await self._append(session, event)
+        except StaleSessionError:
+            # The stale-session check's refusal (the fence's, docs/adr/0034): its one line,
+            # no traceback; ADK's loggers and ours know the exception and stay quiet (ADR 0072).
+            logger.warning(
+                "write refused as stale: another holder wrote to the chat user=%s chat=%s "
+                "author=%s invocation=%s",
+                session.user_id,
+                session.id,
+                event.author,
+                event.invocation_id,
+            )
+            raise
+
+    async def _append(self, session: Session, event: Event) -> Event:
         if not self._enabled:
             return _noted(await self.inner.append_event(session, event))
         chat = (session.app_name, session.user_id, session.id)

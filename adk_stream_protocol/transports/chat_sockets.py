@@ -31,6 +31,7 @@ from adk_stream_protocol.foundation.errors import RequestError, log_error, new_e
 from adk_stream_protocol.foundation.identity import user_of
 from adk_stream_protocol.foundation.limits import RequestLimits, read_json, run_bounded
 from adk_stream_protocol.foundation.outages import Outages
+from adk_stream_protocol.protocol.refusals import log_failure
 from adk_stream_protocol.protocol.ui_messages import CHAT_ID_PATTERN, parse_chat_request
 from adk_stream_protocol.transports.chat_socket_frames import (
     NO_REQUEST_ID,
@@ -314,7 +315,7 @@ def _request_error(exc: Exception, outages: Outages) -> RequestError:
     if refusal is not None:
         return refusal
     reference = new_error_reference()
-    log_error(reference, type(exc).__name__, str(exc), exc)
+    log_failure(reference, exc)
     return RequestError(500, f"the server could not answer this request (ref {reference})")
 
 

@@ -27,10 +27,11 @@ from adk_stream_protocol.coordination.base import (
     StopSubscription,
     WaitingCall,
 )
-from adk_stream_protocol.foundation.errors import RequestError, log_error, new_error_reference
+from adk_stream_protocol.foundation.errors import RequestError, new_error_reference
 from adk_stream_protocol.foundation.limits import RequestLimits, ResponseSlots, run_bounded
 from adk_stream_protocol.foundation.settings import Settings
 from adk_stream_protocol.protocol.chunks import ErrorChunk
+from adk_stream_protocol.protocol.refusals import log_failure
 from adk_stream_protocol.protocol.sse import DONE, format_event
 from adk_stream_protocol.protocol.tool_calls import ABANDONED_RESULT
 from adk_stream_protocol.protocol.ui_messages import ChatRequest
@@ -269,7 +270,7 @@ class LiveConnection:
             return  # logged: as an outage, or by the converter under its error's reference
         if text is None:
             reference = new_error_reference()
-            log_error(reference, type(exc).__name__, str(exc), exc)
+            log_failure(reference, exc)
             text = f"the server could not handle that frame (ref {reference})"
         await self._io.control_error(text)
 

@@ -272,6 +272,8 @@ class RequestTurn:
             ai_sdk=self._opened.client.chunks_for,
         )
         tasks, tools = self._runtime.tasks, self._tools
+        # A tool the fence stopped (ToolNotStarted) reaches it as ADK's generic error event.
+        converter.refused = lambda event: tools.starts.refused(self._chat, event.invocation_id)
         lease_watch = tasks.spawn(self._abort_when_lease_lost(), name="lease-watch")
         response: Response | None = None
         try:

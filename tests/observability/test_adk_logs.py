@@ -6,12 +6,17 @@ from __future__ import annotations
 import logging
 
 import pytest
+from google.adk.errors import StaleSessionError
 from sqlalchemy.exc import OperationalError
 
 from adk_stream_protocol.observability.adk_logs import UNKNOWN_AGENT, AdkLogs, installed
+from adk_stream_protocol.plugins.tool_starts import ToolNotStarted
 
 RUNNER = "google_adk.google.adk.runners"
 ROUTER = "google_adk.google.adk.agents._agent_router"
+PLUGINS = "google_adk.google.adk.plugins.plugin_manager"
+NODE_RUNNER = "google_adk.google.adk.workflow._node_runner"
+SEAL = "google_adk.google.adk.workflow._node_runner_utils"
 
 
 def _raised(exc: BaseException) -> BaseException:
@@ -48,6 +53,37 @@ def test_an_outage_that_adk_logs_is_dropped_at_info(records: pytest.LogCaptureFi
     assert [(r.levelname, _error_of(r)) for r in records.records] == [
         ("ERROR", "ValueError"),
         ("ERROR", "TimeoutError"),
+    ]
+
+
+def _wrapped(exc: Exception) -> BaseException:
+    """``exc`` as ADK's plugin manager raises a plugin's exception: a RuntimeError from it."""
+    try:
+        try:
+            raise exc
+        except Exception as raised:
+            raise RuntimeError(
+                f"Error in plugin 'p' during 'before_tool_callback': {raised}"
+            ) from raised
+    except RuntimeError as wrapped:
+        return wrapped
+
+
+def test_a_refusal_that_adk_logs_is_dropped_at_info(records: pytest.LogCaptureFixture) -> None:
+    """A tool the fence stopped and a write refused as stale are the server's own refusals,
+    logged once where they are made (docs/adr/0072): ADK's records of them go, known by the
+    exception's class; a tool's own failure, wrapped the same way, keeps its ERROR."""
+    plugins, node = logging.getLogger(PLUGINS), logging.getLogger(NODE_RUNNER)
+    seal = logging.getLogger(SEAL)
+    with installed(AdkLogs()):
+        plugins.error("Error in plugin", exc_info=_raised(ToolNotStarted("no longer held")))
+        node.exception("Node failed", exc_info=_wrapped(ToolNotStarted("no longer held")))
+        seal.error("Failed to seal %s.", "e-1", exc_info=_raised(StaleSessionError("stale")))
+        node.error("Node failed", exc_info=_wrapped(ValueError("a tool's bug")))
+        node.error("Node failed", exc_info=_raised(RuntimeError("no longer held")))
+    assert [(r.levelname, _error_of(r)) for r in records.records] == [
+        ("ERROR", "RuntimeError"),
+        ("ERROR", "RuntimeError"),
     ]
 
 

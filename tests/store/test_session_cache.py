@@ -6,6 +6,7 @@ two on one PostgreSQL database); ADK's stale-session check still in force; delet
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -149,6 +150,26 @@ async def test_a_stale_session_is_still_refused(
     await there.append_event(other, _event("again first", "agent"))
     with pytest.raises(StaleSessionError):
         await here.append_event(runners, _event("too late again", "agent"))
+
+
+async def test_a_stale_write_logs_one_warning_naming_the_chat(
+    two_services: tuple[BaseSessionService, BaseSessionService], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The stale-session check's refusal is handled (the fence's, docs/adr/0034): one WARNING
+    with the chat and the event's author, no traceback, no content (docs/adr/0072)."""
+    caplog.set_level(logging.INFO)
+    here_store, there = two_services
+    chat = await _new_chat(here_store, ["one"])
+    here = SessionCache(here_store, BIG)
+    stale = await _read(here, chat)
+    await there.append_event(await _read(there, chat), _event("the other first", "agent"))
+    caplog.clear()
+    with pytest.raises(StaleSessionError):
+        await here.append_event(stale, _event("too late: user words", "agent"))
+    (record,) = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert record.levelname == "WARNING" and record.exc_info is None
+    assert f"chat={chat}" in record.getMessage() and "author=agent" in record.getMessage()
+    assert "user words" not in caplog.text
 
 
 async def test_a_chat_deleted_and_made_again_elsewhere_is_read_whole(
