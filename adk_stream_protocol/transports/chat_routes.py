@@ -42,6 +42,7 @@ from adk_stream_protocol.store.chat_index import (
 from adk_stream_protocol.transports.stream import read_body
 from adk_stream_protocol.turns.bridge import Bridge, bridge_of
 from adk_stream_protocol.turns.request_turns import take_chat
+from adk_stream_protocol.turns.resumed_turns import has_cut_turn
 
 logger = logging.getLogger(__name__)
 
@@ -177,7 +178,7 @@ async def get_chat(
         record = await _stored(bridge, bridge.chats.get_chat(bridge.sessions.app_name, *chat))
         if record is None:
             raise RequestError(404, NO_SUCH_CHAT)
-        active = chat in await _active(bridge, [chat])
+        active = chat in await _active(bridge, [chat]) or await _cut(bridge, chat, record.messages)
     except RequestError as exc:
         return _refused(exc)
     listing = _listing(record.summary, active)
@@ -337,6 +338,16 @@ async def _active(bridge: Bridge, chats: list[ChatKey]) -> set[ChatKey]:
     )
     bridge.outages.up(REDIS)
     return active
+
+
+async def _cut(bridge: Bridge, chat: ChatKey, messages: list[Any]) -> bool:
+    """A chat whose last assistant message a crash cut short reads as answering: a page's
+    resume finishes that turn, and its response rebuilds the message first (ADR 0032, 0045),
+    so a page following the README's recipe must start without it. Read from the session,
+    only for a chat that ends with an assistant message and has no response running."""
+    if not messages or messages[-1].get("role") != "assistant":
+        return False
+    return bool(await _stored(bridge, has_cut_turn(bridge.turns, chat)))
 
 
 def _chat_key(user_id: str, chat_id: str) -> ChatKey:
