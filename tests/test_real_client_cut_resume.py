@@ -37,19 +37,33 @@ pytestmark = pytest.mark.out_of_process  # uvicorn processes that die, and the r
 AGENT = "tests.support.agents.crash:app"
 
 
-def _server(workdir: Path, crash_at: str | None = None) -> Any:
-    env = {"ADK_STREAM_AGENT": AGENT, "CRASH_LEDGER": str(workdir / "ledger.txt")}
+def _server(workdir: Path, stores: dict[str, str], crash_at: str | None = None) -> Any:
+    env = {"ADK_STREAM_AGENT": AGENT, "CRASH_LEDGER": str(workdir / "ledger.txt"), **stores}
     if crash_at:
         env["CRASH_AT"] = crash_at
     return run_server(workdir, env)
 
 
 @pytest.fixture
-def cut_chat(tmp_path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+def stores(request: pytest.FixtureRequest) -> dict[str, str]:
+    """The servers' stores: SQLite and the process's own chunk logs, or (``"shared"``) the
+    sessions and the chat's record on PostgreSQL and the chunk logs on Redis."""
+    if getattr(request, "param", "sqlite") == "sqlite":
+        return {}
+    prefix = request.getfixturevalue("redis_run_prefix")
+    return {
+        "ADK_STREAM_SESSION_STORE": request.getfixturevalue("postgres_url"),
+        "ADK_STREAM_REDIS_URL": request.getfixturevalue("redis_url"),
+        "ADK_STREAM_REDIS_KEY_PREFIX": f"{prefix}.cut-resume-{uuid.uuid4().hex[:8]}",
+    }
+
+
+@pytest.fixture
+def cut_chat(tmp_path: Path, stores: dict[str, str]) -> Iterator[tuple[str, dict[str, Any]]]:
     """A chat whose approved payment was cut while the tool ran: its id and the continued
     assistant message as the page sent it."""
     chat_id = f"cut-{uuid.uuid4().hex[:12]}"
-    with _server(tmp_path, crash_at="in-body") as first:
+    with _server(tmp_path, stores, crash_at="in-body") as first:
         question = user_message("Pay Bob 10", f"u-{uuid.uuid4().hex[:8]}")
         asked = post_stream(first, chat_body(chat_id, question))
         assert asked.status == 200, asked.body
@@ -65,8 +79,10 @@ def cut_chat(tmp_path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 @pytest.fixture
-def fresh(tmp_path: Path, cut_chat: tuple[str, dict[str, Any]]) -> Iterator[LiveServer]:
-    with _server(tmp_path) as second:
+def fresh(
+    tmp_path: Path, stores: dict[str, str], cut_chat: tuple[str, dict[str, Any]]
+) -> Iterator[LiveServer]:
+    with _server(tmp_path, stores) as second:
         yield second
 
 
@@ -97,6 +113,26 @@ def test_the_finishing_response_begins_with_the_rebuilt_message(
 def test_a_page_resuming_after_the_kill_gets_the_whole_message(
     fresh: LiveServer, cut_chat: tuple[str, dict[str, Any]], client: str
 ) -> None:
+    _resumed_whole(fresh, cut_chat, client)
+
+
+@pytest.mark.parametrize("stores", ["shared"], indirect=True)
+@pytest.mark.parametrize("client", ["6.0.25", V7])
+def test_on_postgresql_and_redis_too(
+    fresh: LiveServer, cut_chat: tuple[str, dict[str, Any]], client: str
+) -> None:
+    """Two instances' way: the killed one's chunk log is on Redis. The first resume replays it
+    (rebuilt, then an ``error``: its server stopped), which ends it; the next one finishes
+    the cut turn, rebuilt too."""
+    chat_id, _ = cut_chat
+    dead = fresh.http.get(f"/stream/{chat_id}/stream")
+    assert dead.status_code == 200, dead.text
+    assert '"tool-input-start"' in dead.text and '"type":"error"' in dead.text, dead.text
+    assert "tool-output" not in dead.text, dead.text
+    _resumed_whole(fresh, cut_chat, client)
+
+
+def _resumed_whole(fresh: LiveServer, cut_chat: tuple[str, dict[str, Any]], client: str) -> None:
     chat_id, continued = cut_chat
     steps: list[dict[str, Any]] = [{"action": "reload", "resume": True}, {"action": "resume"}]
     job = client_job(fresh, client, steps, chatId=chat_id)
