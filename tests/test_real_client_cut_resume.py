@@ -12,6 +12,7 @@ strict, the newest 6.x, ai 7) ends with the chat's recorded message and no error
 from __future__ import annotations
 
 import copy
+import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,9 @@ from typing import Any
 import httpx
 import pytest
 
+from adk_stream_protocol.protocol.message_chunks import message_chunks
+from adk_stream_protocol.testing import serve_agent, settings_for_tests
+from tests.support.agents.crash import app as crash_app
 from tests.support.real_client import V7, checked, client_job, run_real_client
 from tests.support.rig import (
     LiveServer,
@@ -106,10 +110,31 @@ def test_the_finishing_response_begins_with_the_rebuilt_message(
     assert "whether it completed is unknown" in outcomes[0]["errorText"]
 
 
-@pytest.mark.parametrize(
-    "client",
-    [pytest.param("6.0.25"), pytest.param("6"), pytest.param(V7)],
-)
+def test_in_process_too(
+    tmp_path: Path, cut_chat: tuple[str, dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fresh server is the app in this process, on the killed one's store (ASGI): its
+    finishing response is the stored message rebuilt, then the turn's end."""
+    chat_id, continued = cut_chat
+    monkeypatch.setenv("CRASH_LEDGER", str(tmp_path / "ledger.txt"))
+    settings = settings_for_tests(session_store=f"sqlite:///{tmp_path / 'sessions.db'}")
+    with serve_agent(crash_app, settings) as client:
+        resumed = client.http.get(f"/stream/{chat_id}/stream")
+        assert resumed.status_code == 200, resumed.text
+        chunks = [
+            json.loads(line.removeprefix("data: "))
+            for line in resumed.text.splitlines()
+            if line.startswith("data: {")
+        ]
+        rebuilt = message_chunks(continued, 6)
+        assert chunks[0] == {"type": "start", "messageId": continued["id"]}
+        assert chunks[1 : 1 + len(rebuilt)] == [c.to_wire_dict() for c in rebuilt]
+        ending = [c["type"] for c in chunks[1 + len(rebuilt) :]]
+        assert ending[0] == "tool-output-error" and ending[-1] == "finish", ending
+        assert client.http.get(f"/stream/{chat_id}/stream").status_code == 204
+
+
+@pytest.mark.parametrize("client", ["6.0.25", "6", V7])
 def test_a_page_resuming_after_the_kill_gets_the_whole_message(
     fresh: LiveServer, cut_chat: tuple[str, dict[str, Any]], client: str
 ) -> None:
