@@ -42,6 +42,7 @@ from adk_stream_protocol.store.chat_index import (
 from adk_stream_protocol.transports.stream import read_body
 from adk_stream_protocol.turns.bridge import Bridge, bridge_of
 from adk_stream_protocol.turns.request_turns import take_chat
+from adk_stream_protocol.turns.resumed_turns import has_cut_turn
 
 logger = logging.getLogger(__name__)
 
@@ -177,7 +178,7 @@ async def get_chat(
         record = await _stored(bridge, bridge.chats.get_chat(bridge.sessions.app_name, *chat))
         if record is None:
             raise RequestError(404, NO_SUCH_CHAT)
-        active = chat in await _active(bridge, [chat])
+        active = chat in await _active(bridge, [chat]) or await _cut(bridge, chat, record.messages)
     except RequestError as exc:
         return _refused(exc)
     listing = _listing(record.summary, active)
@@ -337,6 +338,43 @@ async def _active(bridge: Bridge, chats: list[ChatKey]) -> set[ChatKey]:
     )
     bridge.outages.up(REDIS)
     return active
+
+
+async def _cut(bridge: Bridge, chat: ChatKey, messages: list[Any]) -> bool:
+    """A chat whose last assistant message a crash cut short reads as answering: a page's
+    resume finishes that turn, and its response rebuilds the message first (ADR 0032, 0045),
+    so a page following the README's recipe must start without it. Read from the session,
+    only for a chat with no response running whose last message may be such a turn's."""
+    if not messages or not _may_be_cut(messages[-1]):
+        return False
+    return bool(await _stored(bridge, has_cut_turn(bridge.turns, chat)))
+
+
+# A tool part's states while its turn goes on: the page answered it, or the server runs it.
+_GOING_ON = frozenset({"input-streaming", "input-available", "approval-responded"})
+
+
+def _may_be_cut(message: dict[str, Any]) -> bool:
+    """Whether an assistant message may be a cut turn's: the record keeps it as the
+    continuing request sent it, so a call still going on, or a tool part with nothing of the
+    answer after it. An answered turn ends otherwise (its text, a call that waits for the
+    page is read from the session only then: rare), so most reads cost no session."""
+    if message.get("role") != "assistant":
+        return False
+    parts = [p for p in message.get("parts") or [] if isinstance(p, dict)]
+    if any(p.get("state") in _GOING_ON for p in parts if _is_tool(p)):
+        return True
+    shown = [p for p in parts if p.get("type") != "step-start" and not _is_data(p)]
+    return bool(shown) and _is_tool(shown[-1])
+
+
+def _is_tool(part: dict[str, Any]) -> bool:
+    kind = str(part.get("type", ""))
+    return kind.startswith("tool-") or kind == "dynamic-tool"
+
+
+def _is_data(part: dict[str, Any]) -> bool:
+    return str(part.get("type", "")).startswith("data-")
 
 
 def _chat_key(user_id: str, chat_id: str) -> ChatKey:

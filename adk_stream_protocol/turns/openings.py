@@ -29,10 +29,13 @@ class Client:
     """Who a response goes to: the transport it asked over, and the AI SDK version the
     transport knows it speaks (7 only on an ai 7 socket, or when a ``POST /stream`` body says
     so, docs/adr/0023); None where it does not know: its chunks are ai 6's, and its records
-    fold as the request says."""
+    fold as the request says. ``resumes``: it asked for none of it, it resumes (a cut turn
+    finished on ``GET /stream/{chatId}/stream``): it holds no copy of the message the response
+    continues, and gets its rebuild as a resumer reading the chunk log does (docs/adr/0045)."""
 
     transport: Transport = "stream"
     ai_sdk: AiSdkVersion | None = None
+    resumes: bool = False
 
     @property
     def chunks_for(self) -> AiSdkVersion:

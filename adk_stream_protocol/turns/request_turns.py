@@ -285,6 +285,7 @@ class RequestTurn:
                     opened.log,
                     opened.records,
                     coalescing_seconds=self._settings.delta_coalescing_ms / 1000,
+                    sink_resumes=opened.client.resumes,
                 ),
                 parts=self._runners.chat_parts(self._chat, self._planned.shared_state),
                 deferral=Deferral() if plan.defer else None,

@@ -72,12 +72,15 @@ class Delivery:
     """Where a response's chunks go: the transport's ``sink``, the chat's chunk ``log`` (what
     a resumer reads), the ``records`` they are folded into (the chat's messages, a recording),
     and the window within which a block's later deltas are merged before they go
-    (``ADK_STREAM_DELTA_COALESCING_MS``, docs/adr/0048; 0: none)."""
+    (``ADK_STREAM_DELTA_COALESCING_MS``, docs/adr/0048; 0: none). ``sink_resumes``: the
+    sink's client is a resumer (it holds no copy of the continued message): it gets the
+    rebuild the log gets (docs/adr/0045)."""
 
     sink: ChunkSink
     log: ResponseLog
     records: ResponseRecords | None = None
     coalescing_seconds: float = 0.0
+    sink_resumes: bool = False
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,7 @@ class Response:
         self._records = delivery.records
         self._sink = delivery.sink
         self._log = delivery.log
+        self._sink_resumes = delivery.sink_resumes
         self._deferral = deferral
         self._files = parts.files  # the chat's saved artifacts, sent as file parts
         self.ended = False
@@ -155,8 +159,11 @@ class Response:
         await self._deliver(start)
         if rebuilt:
             # For a resumer only, who starts from an empty message (docs/adr/0045): the
-            # client that asked holds the message already.
-            await self._log.append([encode_event(chunk) for chunk in rebuilt])
+            # client that asked holds the message already. Never folded: the record holds it.
+            events = [encode_event(chunk) for chunk in rebuilt]
+            await self._log.append(events)
+            if self._sink_resumes:
+                await self._sink.send(events)
         await self._share_state()  # what the request itself changed
 
     async def emit(self, chunks: Sequence[BaseChunk], *, keep: bool = False) -> None:

@@ -5,6 +5,12 @@ response when the page mounts. When nothing is running but the chat's last turn 
 short (its process died with a decided approval, a started call or a stored result behind
 it), the resume finishes that turn as its response, continuing the same assistant message,
 exactly as a retry of the request would. Otherwise there is nothing to resume.
+
+Its client is a resumer: it holds no copy of the message the turn continues (the README's
+recipe leaves it out, and ai 7 and the newest 6.x start a replay from an empty message), so
+the response sends it the rebuild of that message after its ``start``, as every resume of a
+continuation gets it from the chunk log (docs/adr/0045). ``has_cut_turn`` tells a page
+reading the chat back that the chat reads as answering (``active``) for that reason.
 """
 
 from __future__ import annotations
@@ -45,7 +51,7 @@ async def begin_resumed_turn(
             await lease.release()
             return None
         async with responses.opening(chat, lease) as log:
-            opened = await responses.open(Client(), chat, lease, log, None)
+            opened = await responses.open(Client(resumes=True), chat, lease, log, None)
     except BaseException:
         await lease.release()
         raise
@@ -53,6 +59,11 @@ async def begin_resumed_turn(
     turn = RequestTurn(services, opened, PlannedTurn(plan), sink, on_end=on_end)
     turn.begin()
     return turn
+
+
+async def has_cut_turn(services: TurnServices, chat: ChatKey) -> bool:
+    """Whether a resume of the chat would finish a cut turn (read from its session)."""
+    return await _plan(services, chat) is not None
 
 
 async def _plan(services: TurnServices, chat: ChatKey) -> TurnPlan | None:
