@@ -15,6 +15,7 @@ import pytest
 
 from adk_stream_protocol.turns.bridge import bridge_of
 from tests.support.rig import InProcessApp, chat_body, in_process_app, post_stream, user_message
+from tests.support.table_chat import TableChat
 
 
 @pytest.fixture
@@ -81,3 +82,38 @@ def test_a_tools_own_failure_keeps_its_error_and_traceback(
     assert "code=RuntimeError" in ours[0].getMessage()
     tracebacks = [r for r in loud if r.name.startswith("google_adk") and r.exc_info]
     assert tracebacks and all(r.levelname == "ERROR" for r in tracebacks)
+
+
+@pytest.fixture
+def demo_app(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> Iterator[InProcessApp]:
+    """The demo agent, whose offline model also answers ``run_live``."""
+    caplog.set_level(logging.INFO)
+    with in_process_app(tmp_path) as target:
+        yield target
+
+
+def test_a_live_run_fenced_before_its_tool_logs_one_warning(
+    demo_app: InProcessApp, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same on ``/live?chatId=``: one WARNING naming the chat, nothing louder."""
+    leases = bridge_of(demo_app.app.state).coordination.leases
+    acquire = leases.acquire
+
+    async def lapsed(*args: Any, **kwargs: Any) -> Any:
+        return _Lapsed(await acquire(*args, **kwargs))
+
+    monkeypatch.setattr(leases, "acquire", lapsed)
+    chat = TableChat(demo_app.http, "live", "c-live-fenced")
+    try:
+        answer = chat.send("What's the weather in Tokyo?")
+    finally:
+        chat.close()
+    monkeypatch.undo()
+    types = [c["type"] for c in answer.chunks]
+    assert "tool-input-available" in types and "tool-output-available" not in types
+    assert types.count("error") == 1
+    refusals = [r for r in caplog.records if "tool not started" in r.getMessage()]
+    assert len(refusals) == 1 and refusals[0].levelname == "WARNING"
+    assert "chat=c-live-fenced" in refusals[0].getMessage()
+    assert _loud(caplog) == []
+    assert "Traceback" not in caplog.text
