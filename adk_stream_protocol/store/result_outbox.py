@@ -27,16 +27,15 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 from google.adk.errors import StaleSessionError
 from google.adk.events import Event
 from google.adk.sessions import BaseSessionService, Session
-from google.adk.sessions.base_session_service import GetSessionConfig, ListSessionsResponse
 
 from adk_stream_protocol.foundation.outages import SESSION_POOL, SESSION_STORE, Outages, outage_of
 from adk_stream_protocol.store.history import carry_stamps
 from adk_stream_protocol.store.sessions import FENCE_KEY
+from adk_stream_protocol.store.wrapped_sessions import WrappedSessions
 
 logger = logging.getLogger(__name__)
 
@@ -100,56 +99,17 @@ class _ChatOutbox:
     abandoned: bool = False
 
 
-class ResultOutbox(BaseSessionService):
+class ResultOutbox(WrappedSessions):
     """The app's session service, with the results an outage kept from it written later."""
 
     def __init__(
         self, inner: BaseSessionService, outages: Outages, *, retry_seconds: float = 300.0
     ) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self._outages = outages
         self._retry_seconds = retry_seconds
         self._chats: dict[_Chat, _ChatOutbox] = {}
         self._writers: set[asyncio.Task[None]] = set()
-
-    # -- delegation ----------------------------------------------------------------------
-    async def create_session(
-        self,
-        *,
-        app_name: str,
-        user_id: str,
-        state: dict[str, Any] | None = None,
-        session_id: str | None = None,
-    ) -> Session:
-        return await self.inner.create_session(
-            app_name=app_name, user_id=user_id, state=state, session_id=session_id
-        )
-
-    async def get_session(
-        self,
-        *,
-        app_name: str,
-        user_id: str,
-        session_id: str,
-        config: GetSessionConfig | None = None,
-    ) -> Session | None:
-        return await self.inner.get_session(
-            app_name=app_name, user_id=user_id, session_id=session_id, config=config
-        )
-
-    async def list_sessions(
-        self, *, app_name: str, user_id: str | None = None
-    ) -> ListSessionsResponse:
-        return await self.inner.list_sessions(app_name=app_name, user_id=user_id)
-
-    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
-        await self.inner.delete_session(app_name=app_name, user_id=user_id, session_id=session_id)
-
-    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
-        return await self.inner.get_user_state(app_name=app_name, user_id=user_id)
-
-    async def flush(self) -> None:
-        await self.inner.flush()
 
     async def append_event(self, session: Session, event: Event) -> Event:
         carry_stamps(event)  # a live message's stamps, carried in its state delta

@@ -34,7 +34,9 @@ from typing import Any
 from google.adk.errors import StaleSessionError
 from google.adk.events import Event
 from google.adk.sessions import BaseSessionService, InMemorySessionService, Session
-from google.adk.sessions.base_session_service import GetSessionConfig, ListSessionsResponse
+from google.adk.sessions.base_session_service import GetSessionConfig
+
+from adk_stream_protocol.store.wrapped_sessions import WrappedSessions
 
 logger = logging.getLogger(__name__)
 
@@ -88,11 +90,11 @@ def revision_of(session: Session) -> Revision:
     return (session.last_update_time, session._storage_update_marker)
 
 
-class SessionCache(BaseSessionService):
+class SessionCache(WrappedSessions):
     """The app's session service, reading only the events a chat gained since last seen."""
 
     def __init__(self, inner: BaseSessionService, max_bytes: int) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.max_bytes = max_bytes
         # An in-memory store hands out copies of what it holds already: nothing to save.
         self._enabled = max_bytes > 0 and not isinstance(inner, InMemorySessionService)
@@ -162,20 +164,9 @@ class SessionCache(BaseSessionService):
         head.events = _window(events, config)
         return head
 
-    async def list_sessions(
-        self, *, app_name: str, user_id: str | None = None
-    ) -> ListSessionsResponse:
-        return await self.inner.list_sessions(app_name=app_name, user_id=user_id)
-
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         self._drop((app_name, user_id, session_id))
         await self.inner.delete_session(app_name=app_name, user_id=user_id, session_id=session_id)
-
-    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
-        return await self.inner.get_user_state(app_name=app_name, user_id=user_id)
-
-    async def flush(self) -> None:
-        await self.inner.flush()
 
     async def append_event(self, session: Session, event: Event) -> Event:
         try:
