@@ -202,6 +202,7 @@ class RedisCoordination:
                 reader=reader,
                 lease_ttl_seconds=lease_ttl_seconds,
                 log_ttl_seconds=log_ttl_seconds,
+                presence=signals.presence,
                 outages=outages,
             ),
             sign_ins=RedisSignIns(client, keys),
