@@ -51,6 +51,13 @@ async def waiting_for_the_chat(process: RedisCoordination, chat: ChatKey = CHAT)
     await until(lambda: channel in process._signals._handlers, "a waiter listening")
 
 
+async def pointer_of(store: redis.Redis, keys: RedisKeys) -> dict[str, Any]:
+    """The chat's log pointer as its producer wrote it."""
+    pointer = await store.get(keys.active(CHAT))
+    assert pointer is not None, "the chat has a log"
+    return dict(json.loads(pointer))
+
+
 class Holder:
     """A process of its own holding the chat's lease (and, if asked, writing a log), until it
     is killed."""
@@ -434,7 +441,7 @@ async def test_a_resume_after_its_producer_was_killed_is_no_follower_and_gets_th
     to finish the cut turn (docs/adr/0032)."""
     other = await connect()
     holder = await Holder.start(redis_url, redis_prefix, write_log=True, lease_ttl=3.0)
-    presence = json.loads(await store.get(keys.active(CHAT)))["presence"]
+    presence = (await pointer_of(store, keys))["presence"]
     try:
         assert await listened(store, presence)
     finally:
@@ -482,7 +489,7 @@ async def test_a_producer_unheard_on_its_presence_channel_but_renewing_its_lease
     lease = await producer.coordination.leases.acquire(CHAT, BOUND)
     log = await producer.coordination.chunk_logs.open(CHAT, lease)
     await log.append([b"start"])
-    pointer = json.loads(await store.get(keys.active(CHAT)))
+    pointer = await pointer_of(store, keys)
     pointer["presence"] = keys.presence("a-process-that-does-not-listen")
     await store.set(keys.active(CHAT), json.dumps(pointer))
     events = await within(BOUND, follower.coordination.chunk_logs.follow(CHAT))

@@ -35,10 +35,11 @@ from adk_stream_protocol.coordination.redis.signals import (
     COMPARE_AND_DELETE,
     Client,
     RedisKeys,
+    Signals,
     cancelled_meanwhile,
     listened,
 )
-from adk_stream_protocol.foundation.outages import REDIS, Outages
+from adk_stream_protocol.foundation.outages import REDIS
 from adk_stream_protocol.protocol.chunks import ErrorChunk
 from adk_stream_protocol.protocol.sse import DONE, format_event
 
@@ -191,16 +192,15 @@ class RedisChunkLogs:
         self,
         client: Client,
         keys: RedisKeys,
+        signals: Signals,
         *,
         reader: Client | None = None,
         lease_ttl_seconds: float,
         log_ttl_seconds: float,
-        presence: str | None = None,
-        outages: Outages | None = None,
     ) -> None:
         self.client = client
-        self.presence = presence  # this process's presence channel, named in its pointers
-        self.outages = outages or Outages()
+        self.presence = signals.presence  # this process's, named in the pointers it writes
+        self.outages = signals.outages
         # Followers block a connection each while they wait: their own pool, so they never
         # hold up the short commands of the responses being written.
         self.reader = reader or client
