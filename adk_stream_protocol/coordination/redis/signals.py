@@ -15,7 +15,9 @@ a key that is not a chat's.
 Signals (a lease freed, a stop, an answer to a waiting call) go over pub/sub: one connection
 per process, subscribed to ``{prefix}:signal:*``, and one reader task handing each message to
 this process's handlers of its channel. A process applies its own signals at once and skips
-their echo (each message names its origin).
+their echo (each message names its origin). The same connection also subscribes to the
+process's presence channel, where nothing is published: while anyone listens there, the
+process lives (a resume asks, before it follows a log the process wrote, docs/adr/0032).
 
 Pub/sub keeps nothing: a process whose pub/sub connection is down misses what is published
 meanwhile (redis-py reconnects and subscribes again). So each signal also leaves something
@@ -85,8 +87,9 @@ _GLOB = re.compile(r"([\\*?\[\]])")
 
 class RedisKeys:
     """``P:{C}:lease``, ``P:{C}:active``, ``P:{C}:log:ID``, ``P:{C}:results`` and the channels
-    ``P:signal:KIND:{C}`` and ``P:signal:calls``, for the prefix ``P`` and the chat ``C``; and
-    ``P:sign-in:STATE``, a sign-in under way."""
+    ``P:signal:KIND:{C}`` and ``P:signal:calls``, for the prefix ``P`` and the chat ``C``;
+    ``P:sign-in:STATE``, a sign-in under way; and the channel ``P:process:ORIGIN``, a process's
+    presence."""
 
     def __init__(self, prefix: str) -> None:
         if "{" in prefix or "}" in prefix:  # it would move the hash tag off the chat
