@@ -13,8 +13,8 @@ ADR = Path(__file__).resolve().parent.parent / "docs" / "adr"
 RECORD_NAME = re.compile(r"^\d{4}-[a-z0-9-]+\.md$")
 TITLE = re.compile(r"^# (\d{4})\. (.+)$")
 STATUS = re.compile(r"^- Status: (.+)$", re.MULTILINE)
-# A row of the index: | number | [title](file) | status |; a superseded record's number is struck.
-ROW = re.compile(r"^\| (~~)?(\d{4})(?:~~)? \| \[(.+)\]\(([^)]+)\) \| (.+) \|$")
+# A row of the index: | number | [title](file) | status |; "superseded" is in bold.
+ROW = re.compile(r"^\| (\d{4}) \| \[(.+)\]\(([^)]+)\) \| (.+) \|$")
 LINK = re.compile(r"\]\(([^)#]+)(?:#[^)]*)?\)")
 SUPERSEDED = re.compile(r"^superseded by \[(\d{4})\]\((\d{4}-[a-z0-9-]+\.md)\)")
 
@@ -36,10 +36,9 @@ def title_and_status(record: Path) -> tuple[str, str]:
 
 def expected_row(record: Path) -> str:
     title, status = title_and_status(record)
-    number = record.name[:4]
     if status.startswith("superseded"):
-        number = f"~~{number}~~"
-    return f"| {number} | [{title}]({record.name}) | {status} |"
+        status = f"**superseded**{status.removeprefix('superseded')}"
+    return f"| {record.name[:4]} | [{title}]({record.name}) | {status} |"
 
 
 def index_problems(folder: Path) -> list[str]:
@@ -51,7 +50,7 @@ def index_problems(folder: Path) -> list[str]:
         row = ROW.match(line)
         if row is None:
             continue
-        name = row.group(4)
+        name = row.group(3)
         if name in listed:
             problems.append(f"{name} is listed twice")
         listed[name] = line
@@ -159,3 +158,24 @@ def test_a_record_without_a_status_fails(tmp_path: Path) -> None:
     record.write_text(text.replace(found.group(0), ""))
     with pytest.raises(AssertionError, match="no '- Status:' line"):
         status_problems(folder)
+
+
+def test_a_superseded_record_is_marked_in_the_index(tmp_path: Path) -> None:
+    folder = _copy(tmp_path)
+    record, successor = records(folder)[:2]
+    text = record.read_text()
+    found = STATUS.search(text)
+    assert found
+    status = f"superseded by [{successor.name[:4]}]({successor.name})"
+    record.write_text(text.replace(found.group(0), f"- Status: {status}"))
+    assert status_problems(folder) == []
+    [problem] = index_problems(folder)
+    marked = f"| **superseded** by [{successor.name[:4]}]({successor.name}) |"
+    assert problem.startswith(f"{record.name}: the index's row differs")
+    assert problem.endswith(marked)
+    row = problem.splitlines()[-1]
+    index = (folder / "index.md").read_text()
+    (folder / "index.md").write_text(
+        "\n".join(row if f"]({record.name})" in line else line for line in index.splitlines())
+    )
+    assert index_problems(folder) == []
