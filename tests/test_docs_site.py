@@ -65,3 +65,39 @@ def test_the_anchors_are_githubs() -> None:
     page = ROOT / "docs" / "frontend" / "transports.md"
     assert {"point-usechat-at-it", "ws-live"} <= anchors(page)
     assert "sub-agents-and-transfer_to_agent" in anchors(ROOT / "docs" / "agent" / "testing.md")
+
+
+def test_the_site_loads_nothing_from_the_internet(tmp_path: Path) -> None:
+    """The site built as scripts/test builds it (strict): search works from the file system
+    (the offline plugin's index as a script, iframe-worker's shim from the site itself) and
+    Mermaid is the site's own copy (scripts/setup.sh, ensure_mermaid), never a CDN's."""
+    from mkdocs.commands.build import build
+    from mkdocs.config import load_config
+
+    config = load_config(str(ROOT / "mkdocs.yml"), site_dir=str(tmp_path / "site"))
+    assert "material/search" in config.plugins and "material/offline" in config.plugins
+    build(config)
+    site = tmp_path / "site"
+    assert (site / "search" / "search_index.js").is_file()
+    loaded = re.compile(r"<(?:script|link)\b[^>]*(?:src|href)=\"(?P<url>[^\"]+)\"")
+    for page in site.rglob("*.html"):
+        for url in loaded.findall(page.read_text(encoding="utf-8")):
+            assert not re.match(r"^(https?:)?//", url), f"{page.relative_to(site)} loads {url}"
+    index = (site / "index.html").read_text(encoding="utf-8")
+    assert 'src="assets/mermaid/mermaid.min.js"' in index
+    assert 'src="assets/iframe-worker/shim.js"' in index
+    assert (site / "assets" / "iframe-worker" / "shim.js").is_file()
+    assert 'dir="$ROOT/docs/assets/mermaid"' in (ROOT / "scripts" / "setup.sh").read_text()
+
+
+def test_a_mermaid_fence_becomes_a_diagram_for_the_site(tmp_path: Path) -> None:
+    import markdown  # type: ignore[import-untyped]  # Python-Markdown (mkdocs's) ships no types
+    from mkdocs.config import load_config
+
+    config = load_config(str(ROOT / "mkdocs.yml"), site_dir=str(tmp_path / "site"))
+    html = markdown.markdown(
+        "```mermaid\nflowchart LR\n  page --> server\n```\n",
+        extensions=config.markdown_extensions,
+        extension_configs=config.mdx_configs,
+    )
+    assert html.startswith('<pre class="mermaid"><code>flowchart LR'), html
