@@ -70,7 +70,7 @@ def _parser() -> argparse.ArgumentParser:
         description=(
             "Run the server: POST /stream, WS /live and the playground page at /. With no "
             "argument it serves the demo agent (or ADK_STREAM_AGENT). Settings come from "
-            "ADK_STREAM_* environment variables (README: Settings)."
+            "ADK_STREAM_* environment variables (docs/operating/settings.md)."
         ),
     )
     serve.add_argument(
@@ -93,7 +93,7 @@ def _parser() -> argparse.ArgumentParser:
         description=(
             "Serve the responses recorded in DIR (with ADK_STREAM_RECORD_DIR=DIR) as a "
             "stand-in POST /stream and WS /live, and the playground page at /. A request is "
-            "answered by a recording of the same message (README: Recording and replay)."
+            "answered by a recording of the same message (docs/frontend/recording.md)."
         ),
     )
     replay.add_argument("record_dir", metavar="DIR", type=Path, help="the recordings' folder")

@@ -81,7 +81,7 @@ def store_url(setting: str, app_name: str) -> str:
     logger.warning(
         "chats are read from %s, the store every app in this folder used to share; this "
         "app's own is %s. To keep the shared one, set ADK_STREAM_SESSION_STORE=%s; to give "
-        "this app its own, copy the file there (README: Where chats live)",
+        "this app its own, copy the file there (docs/operating/settings.md, Where chats live)",
         legacy,
         own,
         LEGACY_SESSION_STORE,
