@@ -26,6 +26,10 @@ chat is one statement (the chat's row joined with its messages), so it sees one 
 
 Listing reads the index ``(app_name, user_id, updated_at_us, chat_id)`` backwards from the
 cursor, never the messages.
+
+``adk_stream_late_results`` holds the results a run that had lost its chat could not store
+(docs/adr/0073), one row per call (``ON CONFLICT DO NOTHING``: the first is kept) until the
+chat's holder applies it; a turn reads it by the chat's key.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from adk_stream_protocol.store.chat_index import (
     ChatRecord,
     ChatSummary,
     InMemoryChatIndex,
+    LateResult,
     StaleRecordError,
     Waiting,
     check_limit,
@@ -70,6 +75,7 @@ logger = logging.getLogger(__name__)
 
 TABLE = "adk_stream_chats"
 MESSAGES_TABLE = "adk_stream_chat_messages"
+LATE_TABLE = "adk_stream_late_results"
 # The PostgreSQL advisory lock under which ``prepare`` creates the tables, so that processes
 # starting together create them one at a time (two concurrent CREATE TABLE IF NOT EXISTS can
 # still collide on pg_type). The first 8 bytes of sha256(b"adk-stream-protocol/chat-index-table")
@@ -117,7 +123,34 @@ CREATE TABLE IF NOT EXISTS {MESSAGES_TABLE} (
     message TEXT NOT NULL,
     PRIMARY KEY (app_name, user_id, chat_id, seq)
 )"""
+# ``response``: the tool's function response as JSON; ``author`` and ``invocation_id``: the
+# call's agent and invocation (ADR 0073).
+CREATE_LATE_TABLE = f"""
+CREATE TABLE IF NOT EXISTS {LATE_TABLE} (
+    app_name VARCHAR(128) NOT NULL,
+    user_id VARCHAR(128) NOT NULL,
+    chat_id VARCHAR(128) NOT NULL,
+    call_id TEXT NOT NULL,
+    tool_name TEXT NOT NULL,
+    response TEXT NOT NULL,
+    invocation_id TEXT NOT NULL,
+    author TEXT NOT NULL,
+    created_at_us BIGINT NOT NULL,
+    PRIMARY KEY (app_name, user_id, chat_id, call_id)
+)"""
 _KEY = "app_name = :app AND user_id = :user AND chat_id = :chat"
+KEEP_LATE = f"""
+INSERT INTO {LATE_TABLE}
+    (app_name, user_id, chat_id, call_id, tool_name, response, invocation_id, author,
+     created_at_us)
+VALUES (:app, :user, :chat, :call, :tool, :response, :invocation, :author, :created)
+ON CONFLICT (app_name, user_id, chat_id, call_id) DO NOTHING"""
+LATE = (
+    f"SELECT call_id, tool_name, response, invocation_id, author, created_at_us "
+    f"FROM {LATE_TABLE} WHERE {_KEY} ORDER BY created_at_us, call_id"
+)
+DROP_LATE = f"DELETE FROM {LATE_TABLE} WHERE {_KEY} AND call_id = :call"
+DROP_CHAT_LATE = f"DELETE FROM {LATE_TABLE} WHERE {_KEY}"
 UPSERT = f"""
 INSERT INTO {TABLE}
     (app_name, user_id, chat_id, title, title_set, created_at_us, updated_at_us, waiting, messages)
@@ -224,7 +257,7 @@ class SqlChatIndex(ChatIndex):
 
     async def prepare(self) -> None:
         await self._database.create()
-        logger.info("chat index ready (tables %s, %s)", TABLE, MESSAGES_TABLE)
+        logger.info("chat index ready (tables %s, %s, %s)", TABLE, MESSAGES_TABLE, LATE_TABLE)
 
     async def record_messages(
         self,
@@ -387,7 +420,40 @@ class SqlChatIndex(ChatIndex):
         async with self._database.transaction() as statements:
             deleted = await statements.write(DELETE, params) > 0
             await statements.write(DROP_MESSAGES, params)
+            await statements.write(DROP_CHAT_LATE, params)
         return deleted
+
+    async def keep_late_result(self, app: str, user: str, chat_id: str, late: LateResult) -> None:
+        params = {
+            "app": app,
+            "user": user,
+            "chat": chat_id,
+            "call": late.call_id,
+            "tool": late.tool_name,
+            "response": json.dumps(late.response, ensure_ascii=False, separators=(",", ":")),
+            "invocation": late.invocation_id,
+            "author": late.author,
+            "created": int(late.created_at.timestamp() * 1_000_000),
+        }
+        await self._database.write(KEEP_LATE, params)
+
+    async def late_results(self, app: str, user: str, chat_id: str) -> list[LateResult]:
+        rows = await self._database.read(LATE, {"app": app, "user": user, "chat": chat_id})
+        return [
+            LateResult(
+                str(call_id),
+                str(tool),
+                json.loads(response),
+                str(invocation),
+                str(author),
+                utc_time(int(created)),
+            )
+            for call_id, tool, response, invocation, author, created in rows
+        ]
+
+    async def drop_late_result(self, app: str, user: str, chat_id: str, call_id: str) -> None:
+        params = {"app": app, "user": user, "chat": chat_id, "call": call_id}
+        await self._database.write(DROP_LATE, params)
 
     async def close(self) -> None:
         await self._database.close()
@@ -444,6 +510,7 @@ class PostgresDatabase:
             await connection.execute(text(CREATE_TABLE))
             await connection.execute(text(CREATE_INDEX))
             await connection.execute(text(CREATE_MESSAGES_TABLE))
+            await connection.execute(text(CREATE_LATE_TABLE))
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[_Statements]:
@@ -515,6 +582,7 @@ class SqliteDatabase:
             await connection.execute(CREATE_TABLE)
             await connection.execute(CREATE_INDEX)
             await connection.execute(CREATE_MESSAGES_TABLE)
+            await connection.execute(CREATE_LATE_TABLE)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[_Statements]:

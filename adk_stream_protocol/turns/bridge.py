@@ -84,6 +84,8 @@ class Bridge:
         self.artifact_service = self.runners.artifacts
         # Each chat's messages as its page held them, beside the sessions (docs/adr/0043).
         self.chats = create_chat_index(settings.session_store, self.outbox)
+        # Results of runs that lost their chat wait there for its holder (docs/adr/0073).
+        self.outbox.hand_off_to(self.chats)
         self.recorder = Recorder(settings.record_dir)
         self.records = ChatRecords(self.chats, self.sessions.app_name, self.recorder)
         self.response_slots = ResponseSlots(settings.max_concurrent_responses)

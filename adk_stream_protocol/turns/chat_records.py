@@ -32,7 +32,7 @@ from adk_stream_protocol.protocol.message_fold import Message, MessageFold
 from adk_stream_protocol.protocol.tool_calls import APPROVAL_CANCELLED_RESULT, DISCONNECTED_RESULT
 from adk_stream_protocol.protocol.ui_messages import ChatRequest
 from adk_stream_protocol.store.chat_index import ChatIndex
-from adk_stream_protocol.turns.chat_joins import join_chat, join_outline
+from adk_stream_protocol.turns.chat_joins import join_chat, join_outline, keep_late_outputs
 
 logger = logging.getLogger(__name__)
 
@@ -192,7 +192,9 @@ class ChatRecords:
         held = stored.messages if stored is not None else None
         earlier = join_chat(held, request, max_added_bytes=max_added_bytes)
         in_rows = outline is None or outline.in_rows
-        return request.completed(earlier, since=len(earlier) if in_rows else 0)
+        # A tool output the record learnt late is not undone by the page's old copy (ADR 0073).
+        kept = keep_late_outputs(held or [], request.chat_messages, len(earlier))
+        return request.completed(earlier, since=len(earlier) if in_rows else 0, sent=kept)
 
     async def open(
         self,

@@ -99,9 +99,9 @@ async def _begin(
     try:
         async with responses.opening(chat, lease) as log:
             # A chat sent in part is completed from its record (docs/adr/0069).
-            request = await responses.records.complete(
-                chat, request, max_added_bytes=services.settings.max_added_bytes
-            )
+            limit = services.settings.max_added_bytes
+            sent = request
+            request = await responses.records.complete(chat, sent, max_added_bytes=limit)
             plan, shared_state = await plan_request(
                 services.runners,
                 chat[0],
@@ -109,6 +109,8 @@ async def _begin(
                 lease,
                 defer_intermediate=not services.settings.stream_intermediate_results,
             )
+            if plan.settled_late:  # the record changed under the join: joined again (ADR 0073)
+                request = await responses.records.complete(chat, sent, max_added_bytes=limit)
             opened = await responses.open(client, chat, lease, log, request)
     except BaseException:
         await lease.release()
