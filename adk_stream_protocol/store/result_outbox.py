@@ -139,6 +139,15 @@ class ResultOutbox(WrappedSessions):
 
     async def append_event(self, session: Session, event: Event) -> Event:
         carry_stamps(event)  # a live message's stamps, carried in its state delta
+        if not tool_result_ids(event):
+            return await self._append_event(session, event)
+        # A tool's result is stored, kept or handed off even when its run is stopped meanwhile
+        # (a lost lease stops it once its tool has ended): the tool did its work.
+        appending = asyncio.ensure_future(self._append_event(session, event))
+        appending.add_done_callback(_retrieved)
+        return await asyncio.shield(appending)
+
+    async def _append_event(self, session: Session, event: Event) -> Event:
         try:
             return await self.inner.append_event(session, event)
         except StaleSessionError:
@@ -331,6 +340,12 @@ def late_results_of(event: Event) -> list[LateResult]:
         for part in parts
         if (response := part.function_response) is not None and response.id in ids and response.id
     ]
+
+
+def _retrieved(task: asyncio.Future[Event]) -> None:
+    """A shielded append's failure, seen: its caller, stopped meanwhile, no longer waits."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _give_up(kept: _Kept, reason: str) -> None:

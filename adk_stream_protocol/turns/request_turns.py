@@ -245,13 +245,7 @@ class RequestTurn:
     async def end_for_restart(self) -> None:
         """The grace is over: once no tool of the run is running (an abort would cancel it),
         stop the run; its response ends with the restart's ``error``."""
-        tools = self._tools.running
-        try:
-            async with asyncio.timeout(TOOL_WAIT_SECONDS):
-                while tools.running(self._chat):  # checked again: no await before the stop
-                    await tools.idle(self._chat)
-        except TimeoutError:
-            logger.warning("restart: a tool still runs chat=%s; ending its run", self._chat[1])
+        await self._until_tools_end("restart")
         logger.info("restart: ending the response user=%s chat=%s", *self._chat)
         self._restarting = not self._events_done
         self._stop.stopped.set()
@@ -263,7 +257,21 @@ class RequestTurn:
     async def _abort_when_lease_lost(self) -> None:
         await self._lease.lost.wait()
         logger.warning("chat lease lapsed under its run user=%s chat=%s: aborting", *self._chat)
+        # A tool already running finishes first: cut, its work would be half done and its
+        # result lost; finished, its result goes to the chat's holder (docs/adr/0073).
+        await self._until_tools_end("lease lapsed")
         self._stop.stopped.set()
+
+    async def _until_tools_end(self, why: str) -> None:
+        """Until no tool of the run is running (an abort would cancel it), at most
+        ``TOOL_WAIT_SECONDS``."""
+        tools = self._tools.running
+        try:
+            async with asyncio.timeout(TOOL_WAIT_SECONDS):
+                while tools.running(self._chat):  # checked again: no await before the stop
+                    await tools.idle(self._chat)
+        except TimeoutError:
+            logger.warning("%s: a tool still runs chat=%s; ending its run", why, self._chat[1])
 
     async def _run(self) -> None:
         plan = self._plan
