@@ -296,6 +296,11 @@ def utc_time(us: int) -> datetime:
     return _EPOCH + timedelta(microseconds=us)
 
 
+def us_of(moment: datetime) -> int:
+    """``utc_time``'s inverse, exact."""
+    return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
 def encode_cursor(updated_us: int, chat_id: str) -> str:
     """The position after a chat, opaque to the client."""
     raw = f"{updated_us}.{chat_id}".encode()

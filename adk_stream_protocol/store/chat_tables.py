@@ -62,6 +62,7 @@ from adk_stream_protocol.store.chat_index import (
     now_us,
     title_of,
     title_text,
+    us_of,
     utc_time,
     waiting_of,
 )
@@ -433,7 +434,7 @@ class SqlChatIndex(ChatIndex):
             "response": json.dumps(late.response, ensure_ascii=False, separators=(",", ":")),
             "invocation": late.invocation_id,
             "author": late.author,
-            "created": int(late.created_at.timestamp() * 1_000_000),
+            "created": us_of(late.created_at),
         }
         await self._database.write(KEEP_LATE, params)
 
