@@ -17,13 +17,15 @@ how to finish a cut turn (``settle_late_results``). Per late result for call X:
 - X ended otherwise (a real result, a rerun's): the late result is dropped (INFO).
 
 Then it is forgotten. An applied result also settles X's part in the chat's record
-(``GET /chats/{chatId}``): output available, with the tool's output.
+(``GET /chats/{chatId}``): output available, with the tool's output. A response that continues
+the message holding X (a retry) also sends X's output on it (``late_events``, replayed); no
+other response does, since its message does not hold X.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, Literal
 
 from google.adk.events import Event, EventActions
@@ -89,6 +91,16 @@ async def settle_late_results(runners: Runners, chat: ChatKey) -> list[str]:
     if applied:
         await _settle_record(index, app, chat, applied)
     return list(applied)
+
+
+def late_events(events: Sequence[Event], call_ids: Collection[str]) -> list[Event]:
+    """The events that applied late results of these calls."""
+    return [
+        event
+        for event in events
+        if isinstance(outcomes := (event.custom_metadata or {}).get(CALL_OUTCOME_KEY), dict)
+        and any(outcomes.get(call_id) == LATE_OUTCOME for call_id in call_ids)
+    ]
 
 
 def call_state(events: Sequence[Event], call_id: str) -> CallState:

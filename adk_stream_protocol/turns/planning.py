@@ -49,7 +49,7 @@ from adk_stream_protocol.turns.answers import (
     collect_answers,
     take_steering,
 )
-from adk_stream_protocol.turns.late_results import settle_late_results
+from adk_stream_protocol.turns.late_results import late_events, settle_late_results
 from adk_stream_protocol.turns.recovery import Recovery, recovery_of
 from adk_stream_protocol.turns.runners import Runners
 
@@ -278,6 +278,11 @@ async def plan_request(
         defer_intermediate=defer_intermediate,
     )
     plan.settled_late = settled_late
+    if settled_late and plan.continuation:
+        # The message the response continues shows the output of its calls settled late.
+        held = {part.tool_call_id for part in request.last_message.tool_parts()}
+        if shown := late_events(session.events, held.intersection(settled_late)):
+            plan.replay.append(shown)
     shared_state = runners.shared_state(session.state)
     if plan.rewind_before_event_id:  # ADK's, with the keys it left None removed
         await runners.rewind(session, plan.rewind_before_event_id)

@@ -304,3 +304,45 @@ def test_a_late_result_for_a_call_the_chat_does_not_hold_is_dropped(app: InProce
     assert chat.results() == [] and chat.waiting() == []
     chat.call_id = made
     assert chat.results() == [(OUTCOME_UNKNOWN_RESULT, "unknown")]
+
+
+def test_a_retry_shows_a_late_result_on_the_message_it_continues(app: InProcessApp) -> None:
+    chat = CutChat(app)
+    chat.history()
+    held = {
+        "id": "m1",
+        "role": "assistant",
+        "parts": [
+            {"type": "step-start"},
+            {
+                "type": "tool-pay",
+                "toolCallId": chat.call_id,
+                "state": "input-available",
+                "input": {"amount": 10, "to": "Bob"},
+            },
+        ],
+    }
+    page = [user_message("Pay Bob 10", "u1"), held]
+    index, app_name = chat.bridge.chats, chat.bridge.sessions.app_name
+    chat._portal(index.record_messages(app_name, USER, chat.id, page))
+    chat.hand_off(PAID)
+    # The page sends its message again (a retry): the cut turn is finished on it.
+    retry = post_stream(app, chat_body(chat.id, *page, messageId="m1"))
+    assert retry.status == 200, retry.body
+    assert retry.of_type("start")[0]["messageId"] == "m1"
+    outputs = [c for c in retry.chunks if c["type"].startswith("tool-output")]
+    assert outputs == [
+        {"type": "tool-output-available", "toolCallId": chat.call_id, "output": PAID}
+    ]
+    assert retry.text() == "Paid Bob."
+    assert chat.results() == [(PAID, "late")]
+    settled = tool_part(chat.record(), chat.call_id)
+    assert settled["state"] == "output-available" and settled["output"] == PAID, settled
+
+
+def test_a_new_message_sends_no_chunk_for_a_call_of_an_earlier_message(app: InProcessApp) -> None:
+    chat = CutChat(app)
+    chat.history("unknown", "answer")
+    chat.hand_off(PAID)
+    answer = post_stream(app, chat_body(chat.id, user_message("Hello", "u2")))
+    assert [c for c in answer.chunks if c.get("toolCallId") == chat.call_id] == []
