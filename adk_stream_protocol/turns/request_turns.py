@@ -98,19 +98,7 @@ async def _begin(
     responses = services.responses
     try:
         async with responses.opening(chat, lease) as log:
-            # A chat sent in part is completed from its record (docs/adr/0069).
-            limit = services.settings.max_added_bytes
-            sent = request
-            request = await responses.records.complete(chat, sent, max_added_bytes=limit)
-            plan, shared_state = await plan_request(
-                services.runners,
-                chat[0],
-                request,
-                lease,
-                defer_intermediate=not services.settings.stream_intermediate_results,
-            )
-            if plan.settled_late:  # the record changed under the join: joined again (ADR 0073)
-                request = await responses.records.complete(chat, sent, max_added_bytes=limit)
+            request, plan, shared_state = await plan_joined(services, chat, request, lease)
             opened = await responses.open(client, chat, lease, log, request)
     except BaseException:
         await lease.release()
@@ -125,6 +113,26 @@ async def _begin(
     )
     turn.begin()
     return turn
+
+
+async def plan_joined(
+    services: TurnServices, chat: ChatKey, request: ChatRequest, lease: ChatLease
+) -> tuple[ChatRequest, TurnPlan, SharedState | None]:
+    """The request completed from the chat's record (docs/adr/0069) and planned, under the
+    chat's lease; joined again when the plan applied late results, which change the record
+    under the join (docs/adr/0073)."""
+    records, limit = services.responses.records, services.settings.max_added_bytes
+    completed = await records.complete(chat, request, max_added_bytes=limit)
+    plan, shared_state = await plan_request(
+        services.runners,
+        chat[0],
+        completed,
+        lease,
+        defer_intermediate=not services.settings.stream_intermediate_results,
+    )
+    if plan.settled_late:
+        completed = await records.complete(chat, request, max_added_bytes=limit)
+    return completed, plan, shared_state
 
 
 async def take_chat(services: TurnServices, chat: ChatKey) -> ChatLease:
