@@ -58,11 +58,16 @@ async def settle_late_results(runners: Runners, chat: ChatKey) -> list[str]:
     index = runners.outbox.late
     if index is None:
         return []
-    app = runners.sessions.app_name
-    pending = await index.late_results(app, *chat)
+    app, (user_id, chat_id) = runners.sessions.app_name, chat
+    try:
+        pending = await index.late_results(app, user_id, chat_id)
+    except Exception as exc:  # a store that is down is a 503, as opening the chat is
+        refusal = runners.sessions.outages.refusal(exc, f"reading late results of chat={chat_id}")
+        if refusal is None:
+            raise
+        raise refusal from exc
     if not pending:
         return []
-    user_id, chat_id = chat
     session = await runners.sessions.service.get_session(
         app_name=app, user_id=user_id, session_id=chat_id
     )
