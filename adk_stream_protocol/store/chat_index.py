@@ -189,6 +189,12 @@ class ChatIndex(ABC):
     async def drop_late_result(self, app: str, user: str, chat_id: str, call_id: str) -> None:
         """Forget the call's late result: applied, or dropped by the holder."""
 
+    @abstractmethod
+    async def take_fencing_token(self, app: str, user: str, chat_id: str, generation: int) -> int:
+        """A new fencing token for the chat's holder whose lease has ``generation``: the
+        higher of it and one more than the last token taken (docs/adr/0074). Kept as long as
+        the store, deleting the chat included, so a token never repeats."""
+
     async def close(self) -> None:  # noqa: B027 - most indexes hold nothing of their own
         """Let go of what the index opened itself (not a store it shares)."""
 
@@ -353,9 +359,15 @@ class InMemoryChatIndex(ChatIndex):
     def __init__(self) -> None:
         self._rows: dict[tuple[str, str], dict[str, _Row]] = {}
         self._late: dict[tuple[str, str, str], dict[str, LateResult]] = {}
+        self._tokens: dict[tuple[str, str, str], int] = {}
 
     async def prepare(self) -> None:
         return None
+
+    async def take_fencing_token(self, app: str, user: str, chat_id: str, generation: int) -> int:
+        key = (app, user, chat_id)
+        token = self._tokens[key] = max(self._tokens.get(key, 0) + 1, generation)
+        return token
 
     async def record_messages(
         self,

@@ -38,7 +38,7 @@ from adk_stream_protocol.protocol.parts.tools import result_chunk
 from adk_stream_protocol.protocol.tool_calls import turn_calls
 from adk_stream_protocol.store.chat_index import ChatIndex, LateResult
 from adk_stream_protocol.store.history import current_turn, live_events
-from adk_stream_protocol.turns.recovery import CALL_OUTCOME_KEY
+from adk_stream_protocol.turns.idempotent_calls import CALL_OUTCOME_KEY
 from adk_stream_protocol.turns.runners import Runners
 
 logger = logging.getLogger(__name__)

@@ -47,6 +47,8 @@ async def begin_resumed_turn(
         return None
     responses = services.responses
     try:
+        if lease.unclean:  # the former holder lapsed: its writes are refused from now on
+            await services.runners.sessions.fence(*chat, lease.generation)
         # Results of a run that lost the chat, before the cut turn is read (ADR 0073).
         await settle_late_results(services.runners, chat)
         plan = await _plan(services, chat)
