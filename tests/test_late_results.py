@@ -71,6 +71,8 @@ def test_a_payment_made_after_the_chat_was_taken_over_reaches_the_record_and_the
                 os.kill(a.process.pid, signal.SIGCONT)
             cut.read()  # A's response ends, whatever it says: A has paid meanwhile
         (call_id,) = chat.payments()
+        # A's response ended without writing the chat's record over B's.
+        assert tool_part(record(b, chat.id), call_id)["state"] == "output-error"
         # The page holds what the retry showed it: the payment as outcome unknown.
         chat.messages[-1] = assistant_message(asked, retry)
         assert tool_part(chat.messages, call_id)["state"] == "output-error"
@@ -100,6 +102,7 @@ def test_a_payment_made_after_the_chat_was_taken_over_reaches_the_record_and_the
         assert _lines(a_log, "late result handed to the chat's holder") == 1, a_log
         assert _lines(a_log, " ERROR ") == 0, a_log
         assert "Traceback" not in a_log, a_log
+        assert "chat messages not stored: the response lost its chat" in a_log
         assert "late result applied" in b.log()
 
 

@@ -23,7 +23,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from adk_stream_protocol.coordination.base import ChatKey, WaitingCall
+from adk_stream_protocol.coordination.base import ChatKey, ChatLease, WaitingCall
 from adk_stream_protocol.observability.recording import Recorder
 from adk_stream_protocol.protocol.chunks import AiSdkVersion, BaseChunk, StartChunk, Transport
 from adk_stream_protocol.protocol.credentials import messages_without_secrets
@@ -64,8 +64,10 @@ class MessageRecord:
         *,
         rebuilds: bool = False,
         held: Sequence[Message] = (),
+        lease: ChatLease | None = None,
     ) -> None:
         self._chats = chats
+        self._lease = lease
         self._app = app
         self._chat = chat
         self._fold = fold
@@ -105,6 +107,11 @@ class MessageRecord:
         goes on: it has reached its client, and the chat's next response writes them again."""
         user, chat_id = self._chat
         if self._failed:
+            return
+        if self._lease is not None and not self._lease.held():
+            # Another holder may have the chat and its record (a late result applied there,
+            # docs/adr/0073): a run that lost it does not write it back.
+            logger.info("chat messages not stored: the response lost its chat chat=%s", chat_id)
             return
         try:
             messages = self._fold.messages
@@ -203,11 +210,13 @@ class ChatRecords:
         request: ChatRequest | None,
         *,
         ai_sdk: AiSdkVersion | None = None,
+        lease: ChatLease | None = None,
     ) -> ResponseRecords:
         """The records of a response that begins now, under the chat's lease (``ai_sdk``: the
         client's version, when the transport knows it better than the request). The messages
         the client held are stored at once; the chat is created only by a new user message,
-        so a chat deleted meanwhile stays deleted."""
+        so a chat deleted meanwhile stays deleted. ``lease``: the response's end stores them
+        again only while it is held."""
         chats, app = self.index, self._app
         version: AiSdkVersion = ai_sdk or (request.ai_sdk if request is not None else 6)
         recording = self._recorder.open(transport, request, ai_sdk=version) if request else None
@@ -235,7 +244,9 @@ class ChatRecords:
         )
         # /live?chatId= resumes onto the message its page holds: its log stays as it was.
         rebuilds = transport != "live"
-        record = MessageRecord(chats, app, chat, fold, rebuilds=rebuilds, held=messages[:since])
+        record = MessageRecord(
+            chats, app, chat, fold, rebuilds=rebuilds, held=messages[:since], lease=lease
+        )
         return ResponseRecords(recording, record)
 
     async def _stored(self, chat: ChatKey) -> tuple[list[Message], int]:
