@@ -64,16 +64,18 @@ class MessageRecord:
         *,
         rebuilds: bool = False,
         held: Sequence[Message] = (),
-        lease: ChatLease | None = None,
     ) -> None:
         self._chats = chats
-        self._lease = lease
         self._app = app
         self._chat = chat
         self._fold = fold
         self._rebuilds = rebuilds
         self._failed = False
         self._held = held
+
+    @property
+    def chat(self) -> ChatKey:
+        return self._chat
 
     def rebuilt(self, start: Sequence[BaseChunk]) -> list[BaseChunk]:
         """Before ``start`` is delivered: when the response continues the message the client
@@ -108,11 +110,6 @@ class MessageRecord:
         user, chat_id = self._chat
         if self._failed:
             return
-        if self._lease is not None and not self._lease.held():
-            # Another holder may have the chat and its record (a late result applied there,
-            # docs/adr/0073): a run that lost it does not write it back.
-            logger.info("chat messages not stored: the response lost its chat chat=%s", chat_id)
-            return
         try:
             messages = self._fold.messages
             # The fold replaces a message in place or adds one: the first it changed bounds
@@ -145,9 +142,15 @@ class MessageRecord:
 class ResponseRecords:
     """A response's records: its recording (when on) and the chat's messages."""
 
-    def __init__(self, recording: DeliveryRecord | None, messages: MessageRecord | None) -> None:
+    def __init__(
+        self,
+        recording: DeliveryRecord | None,
+        messages: MessageRecord | None,
+        lease: ChatLease | None = None,
+    ) -> None:
         self._recording = recording
         self._messages = messages
+        self._lease = lease  # the messages are stored at the end only while it is held
 
     def rebuilt(self, start: Sequence[BaseChunk]) -> list[BaseChunk]:
         """What a resumer reads after ``start``: the continued message rebuilt (ADR 0045)."""
@@ -160,9 +163,16 @@ class ResponseRecords:
             self._messages.delivered(chunks)
 
     async def settle(self) -> None:
-        """Before the response's ``[DONE]``: the messages stored."""
-        if self._messages is not None:
-            await self._messages.save()
+        """Before the response's ``[DONE]``: the messages stored, unless the response lost its
+        chat: another holder may have it and its record (a late result applied there,
+        docs/adr/0073), which a run that lost it does not write over."""
+        if self._messages is None:
+            return
+        if self._lease is not None and not self._lease.held():
+            chat_id = self._messages.chat[1]
+            logger.info("chat messages not stored: the response lost its chat chat=%s", chat_id)
+            return
+        await self._messages.save()
 
     def ended(self) -> None:
         if self._recording is not None:
@@ -244,10 +254,8 @@ class ChatRecords:
         )
         # /live?chatId= resumes onto the message its page holds: its log stays as it was.
         rebuilds = transport != "live"
-        record = MessageRecord(
-            chats, app, chat, fold, rebuilds=rebuilds, held=messages[:since], lease=lease
-        )
-        return ResponseRecords(recording, record)
+        record = MessageRecord(chats, app, chat, fold, rebuilds=rebuilds, held=messages[:since])
+        return ResponseRecords(recording, record, lease)
 
     async def _stored(self, chat: ChatKey) -> tuple[list[Message], int]:
         """The record's messages for a response with no request (its last continued), and how
