@@ -6,7 +6,7 @@ folder of agents in ADK's layout, each under ``/apps/<name>/``.
 
 ``adk-stream-protocol replay DIR [--speed S] [--host H] [--port P]`` serves the responses
 recorded in DIR (``ADK_STREAM_RECORD_DIR``) as a stand-in ``/stream`` and ``/live``, with no
-agent (docs/adr/0026-recording-and-replay.md).
+agent.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def server_from_environment() -> ASGIApp:
 
 def graceful_shutdown_seconds(settings: Settings) -> int:
     """uvicorn's ``timeout_graceful_shutdown``: above the drain's longest run, the grace
-    plus a started tool's wait and the runs' last writes (docs/adr/0033)."""
+    plus a started tool's wait and the runs' last writes."""
     return math.ceil(settings.shutdown_grace_seconds + TOOL_WAIT_SECONDS + END_WAIT_SECONDS)
 
 
