@@ -13,6 +13,7 @@ setting, ``refund``, declared by its marker, and ``wire``, not declared.
 - Stalls: an instance stopped (SIGSTOP) past its lease in the body after the effect, or in the
   agent's own ``before_tool_callback`` (after the server's start mark); the other instance
   finishes the turn; then the stalled one goes on (SIGCONT) and the chat takes one more turn.
+- Redis restarted empty between a kill and the takeover: the fencing token still grows.
 
 The backend's ledger, not the server, says what happened: each test compares it with the
 chat's record (``GET /chats/{chatId}``) and its session. Each scenario runs once per module
@@ -535,8 +536,10 @@ def test_a_late_result_of_a_call_not_declared_idempotent_is_recorded(stalls: Sce
     assert last.get("transaction") == effects[0].transaction, chat.results
 
 
-def test_every_effect_of_a_stalled_run_is_in_the_chats_record(stalls: Scenario) -> None:
-    by_key = {chat.call_id: chat for chat in stalls.chats}
+def test_every_effect_of_an_idempotent_call_stalled_is_in_the_chats_record(
+    stalls: Scenario,
+) -> None:
+    by_key = {chat.call_id: chat for chat in stalls.of(*IDEMPOTENT)}
     effects = [effect for effect in stalls.ledger.effects if effect.key in by_key]
     assert {effect.key for effect in effects} == set(by_key)
     assert all(len(stalls.ledger.effects_of(key)) == 1 for key in by_key)
@@ -562,3 +565,55 @@ def test_a_run_woken_after_the_takeover_leaves_the_holders_record_as_it_was(
     assert not any(failed(chat) for chat in chats), "record written by the stale run: " + (
         _failures(chats, failed)
     )
+
+
+# -- Redis restarted, empty ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def after_redis_restart(deployment: Deployment, redis_store: PrivateRedis) -> Iterator[Scenario]:
+    """A payment cut by a kill after the backend's effect; then Redis restarts empty (the
+    chat's lease and its generation counter gone) before the other instance finishes it."""
+    chat = Chat("pay", "after-effect")
+    with ExitStack() as stack:
+        a, a_stack = deployment.start()
+        stack.push(a_stack)
+        b, b_stack = deployment.start()
+        stack.push(b_stack)
+        chat.ask(a)
+        chat.plan(deployment, "kill")
+        assert a.process is not None
+        with ThreadPoolExecutor(1) as pool:
+            cut = pool.submit(approve_until_killed, a, chat)
+            chat.wait_reached(deployment)
+            os.kill(a.process.pid, signal.SIGKILL)
+            a.process.wait(timeout=10)
+            cut.result()
+        redis_store.kill()
+        redis_store.start()
+        sent: list[httpx.Response] = []
+
+        def answered() -> bool:
+            # Right after Redis is back the first request may still meet the outage (503).
+            sent[:] = [b.http.post("/stream", json=chat.approval(), timeout=TIMEOUT)]
+            return sent[0].status_code != 503
+
+        wait_until(answered, lambda: sent[0].text[:300], within=TIMEOUT, every=0.2)
+        chat.finished_by(sent[0])
+        chat.read_back(b, deployment)
+        yield Scenario([chat], deployment.ledger())
+
+
+def test_after_redis_restarts_empty_the_new_holder_still_writes_with_a_higher_token(
+    after_redis_restart: Scenario,
+) -> None:
+    """The lease generation is durable: the holder after an empty Redis comes with a token
+    above the one the killed holder wrote with, so the backend takes its run of the call
+    (the same key: the same transaction) and the call ends with its real result."""
+    (chat,) = after_redis_restart.chats
+    attempts = after_redis_restart.ledger.attempts_of(chat.call_id)
+    assert [(a.outcome, a.transaction) for a in attempts][1:] == [
+        ("repeat", attempts[0].transaction)
+    ], (chat.describe(), attempts)
+    assert attempts[0].token < attempts[1].token, attempts
+    assert chat.recorded_transaction() == attempts[0].transaction, chat.describe()
