@@ -231,6 +231,12 @@ class Chat:
     def unknown_results(self) -> int:
         return sum(UNKNOWN in str(result.get("error", "")) for result in self.results)
 
+    def stored_transaction(self) -> str | None:
+        """The transaction in the call's last stored result: what the model is given."""
+        last = self.results[-1] if self.results else {}
+        transaction = last.get("transaction")
+        return transaction if isinstance(transaction, str) else None
+
     def recorded_transaction(self) -> str | None:
         """The backend's transaction id as the chat's record shows it for the call."""
         if self.part.get("state") != "output-available":
@@ -373,6 +379,7 @@ def test_an_idempotent_call_cut_by_a_kill_ends_with_its_real_result(kills: Scena
             or chat.recorded_transaction() != transaction
             or transaction is None
             or chat.unknown_results() > 0
+            or chat.stored_transaction() != transaction
         )
 
     assert not any(failed(chat) for chat in chats), "not finished with the real result: " + (
@@ -496,6 +503,7 @@ def test_an_idempotent_call_stalled_past_its_lease_ends_with_its_real_result(
             or outcome.get("output", {}).get("transaction") != effects[0].transaction
             or chat.recorded_transaction() != effects[0].transaction
             or chat.unknown_results() > 0
+            or chat.stored_transaction() != effects[0].transaction
             or chat.next_status != 200
         )
 
@@ -531,9 +539,8 @@ def test_a_late_result_of_a_call_not_declared_idempotent_is_recorded(stalls: Sce
     (chat,) = stalls.of("wire")
     effects = stalls.ledger.effects_of(chat.call_id)
     assert len(effects) == 1, effects  # the woken run's, the only one
-    last = chat.results[-1] if chat.results else {}
     assert chat.recorded_transaction() == effects[0].transaction, chat.describe()
-    assert last.get("transaction") == effects[0].transaction, chat.results
+    assert chat.stored_transaction() == effects[0].transaction, chat.results
 
 
 def test_every_effect_of_an_idempotent_call_stalled_is_in_the_chats_record(
@@ -617,3 +624,5 @@ def test_after_redis_restarts_empty_the_new_holder_still_writes_with_a_higher_to
     ], (chat.describe(), attempts)
     assert attempts[0].token < attempts[1].token, attempts
     assert chat.recorded_transaction() == attempts[0].transaction, chat.describe()
+    assert chat.stored_transaction() == attempts[0].transaction, chat.results
+    assert chat.unknown_results() == 0, chat.results
