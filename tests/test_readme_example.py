@@ -10,7 +10,7 @@ from the package. Each is a fenced block right after `<!-- readme-python: NAME -
 - `shared-state` ("Shared state"): the tool, served: the page gets its shared key only.
 - `own-agent` ("Your own agent"): the app it builds.
 - `idempotency` ("Approvals and browser tools"): the tool, served, hands its backend the call's
-  id that the page sees.
+  id that the page sees and the chat's fencing token, and is declared idempotent.
 
 Any other Python block of the README is named in `NOT_RUN`, with why no test runs it.
 
@@ -176,9 +176,13 @@ class PaymentsBackend:
 
     def __init__(self) -> None:
         self.keys: list[str] = []
+        self.tokens: list[int] = []
 
-    def transfer(self, *, amount: float, to: str, idempotency_key: str) -> dict[str, object]:
+    def transfer(
+        self, *, amount: float, to: str, idempotency_key: str, fencing_token: int
+    ) -> dict[str, object]:
         self.keys.append(idempotency_key)
+        self.tokens.append(fencing_token)
         return {"paid": amount, "to": to}
 
 
@@ -197,6 +201,8 @@ def test_the_readme_tool_passes_its_call_id_as_the_idempotency_key() -> None:
         paid = chat.approve(True)
     assert paid.of_type("tool-output-available")[0]["output"] == {"paid": 5, "to": "Bob"}
     assert backend.keys == [call_part["toolCallId"]]
+    assert backend.tokens == [1]  # the chat's first holder to start a tool, in one process
+    assert getattr(pay, "__adk_stream_idempotent__", False) is True  # the marker is on it
 
 
 # -- TypeScript -------------------------------------------------------------------------------

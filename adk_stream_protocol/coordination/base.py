@@ -175,7 +175,9 @@ class ChunkLogs(Protocol):
     async def follow(self, chat: ChatKey) -> AsyncGenerator[bytes, None] | None:
         """The chat's active response from its first event, then live until it ends; None
         when the chat has no active response. If the producer dies first, the follower gets
-        an ``error`` event and ``[DONE]`` once its lease has lapsed."""
+        an ``error`` event and ``[DONE]`` once its lease has lapsed. A log whose producer is
+        already known to be dead is none: None once its lease has lapsed, so the caller can
+        take the chat and finish its cut turn (docs/adr/0032)."""
 
     async def with_active_response(self, chats: Sequence[ChatKey]) -> set[ChatKey]:
         """Which of the chats have an active response now (a log whose producer holds its

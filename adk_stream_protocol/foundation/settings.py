@@ -156,6 +156,12 @@ class Settings(BaseSettings):
     # and written when the store is back, for at most this long; meanwhile the chat's lease
     # stays held and its requests get 503. After it the call is outcome unknown (ADR 0035).
     result_retry_seconds: float = Field(default=300.0, ge=0)
+    # Tools (comma-separated names) whose backend makes one effect per call id
+    # (`tool_context.function_call_id`): a call whose outcome is unknown (a crash, a lost
+    # lease, an outage before its result was stored) is run again under that id by whichever
+    # instance finishes the turn, instead of ending as "outcome unknown" (docs/adr/0074). The
+    # code's way to say the same: `adk_stream_protocol.idempotent`.
+    idempotent_tools: Annotated[list[str], NoDecode] = Field(default_factory=list)
     # The chats' histories this process keeps, in MB (least recently used out first), so a
     # turn reads only the events a chat gained since it was last seen (docs/adr/0070).
     # 0: every read loads the whole history from the store.
@@ -190,7 +196,7 @@ class Settings(BaseSettings):
             raise ValueError("an `app:` or `temp:` prefix cannot be shared with the page")
         return value
 
-    @field_validator("cors_origins", "trusted_hosts", mode="before")
+    @field_validator("cors_origins", "trusted_hosts", "idempotent_tools", mode="before")
     @classmethod
     def _split_list(cls, value: object) -> object:
         if isinstance(value, str):  # comma-separated in the environment

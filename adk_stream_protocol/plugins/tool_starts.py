@@ -14,6 +14,11 @@ confirmation, a denied call, and a long-running call whose result comes from els
 The same moment checks that the run still holds its chat: a run whose lease was lost (a
 stalled process that woke after another took the chat) does not start the tool.
 
+The mark also says whether the tool is declared idempotent (``plugins/idempotency.py``): such a
+call is run again, not answered "outcome unknown", when its result never arrives. Before it,
+the holding takes its fencing token from the chat index, once, and hands it to the tool
+(``lease_generation``); the mark names it too (docs/adr/0074).
+
 Parallel calls of one step write their marks one at a time, in the order ADK started them, so
 their bodies still run in that order: ADK merges their state changes in call order, and a
 body that ran out of order would have its change overwritten by an earlier call's.
@@ -25,7 +30,7 @@ import asyncio
 import contextlib
 import logging
 import weakref
-from typing import Any
+from typing import Any, Protocol
 
 from google.adk.events import Event
 from google.adk.plugins import BasePlugin
@@ -33,8 +38,13 @@ from google.adk.sessions import BaseSessionService, Session
 from google.adk.tools import BaseTool, ToolContext
 
 from adk_stream_protocol.coordination.base import ChatKey, ChatLease
+from adk_stream_protocol.plugins.idempotency import LEASE_GENERATION_KEY, declared_idempotent
 from adk_stream_protocol.protocol.refusals import Refusal
-from adk_stream_protocol.protocol.tool_calls import CALL_STARTED_KEY
+from adk_stream_protocol.protocol.tool_calls import (
+    CALL_IDEMPOTENT_KEY,
+    CALL_STARTED_KEY,
+    CALL_TOKEN_KEY,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -46,13 +56,30 @@ class ToolNotStarted(Refusal):
     holds the chat. The call stays as it was, for the chat's next holder to run."""
 
 
+class FencingTokens(Protocol):
+    """Where a holding takes its fencing token (the chat index)."""
+
+    async def take_fencing_token(
+        self, app: str, user: str, chat_id: str, generation: int
+    ) -> int: ...
+
+
 class ToolStartPlugin(BasePlugin):
     """Records each tool start in the session before the body runs."""
 
-    def __init__(self, sessions: BaseSessionService) -> None:
+    def __init__(
+        self,
+        sessions: BaseSessionService,
+        tokens: FencingTokens,
+        idempotent_tools: frozenset[str] = frozenset(),
+    ) -> None:
         super().__init__(name=PLUGIN_NAME)
         self._sessions = sessions
+        self._fencing_tokens = tokens
+        self._idempotent_tools = idempotent_tools  # ADK_STREAM_IDEMPOTENT_TOOLS
         self._leases: dict[ChatKey, ChatLease] = {}
+        # The fencing token of each held chat's holding, fixed at its first tool start.
+        self._tokens: dict[ChatKey, tuple[ChatLease, int]] = {}
         # The invocations of each held chat that a lost lease stopped before a tool: ADK
         # reports the refusal as an error event with a generic code, and the chat's response
         # asks here whether that error is one (``refused``), to log it quietly (ADR 0072).
@@ -69,6 +96,7 @@ class ToolStartPlugin(BasePlugin):
         if self._leases.get(chat) is lease:
             del self._leases[chat]
             self._refused.pop(chat, None)
+            self._tokens.pop(chat, None)
 
     def refused(self, chat: ChatKey, invocation_id: str) -> bool:
         """Whether this process stopped the chat's invocation before a tool (``ToolNotStarted``)
@@ -98,15 +126,36 @@ class ToolStartPlugin(BasePlugin):
             )
             self._refused.setdefault(chat, set()).add(tool_context.invocation_id)
             raise ToolNotStarted("this run no longer holds the chat")
+        started: dict[str, Any] = {CALL_STARTED_KEY: call_id}
+        if declared_idempotent(tool, self._idempotent_tools):
+            started[CALL_IDEMPOTENT_KEY] = True
+        if lease is not None:
+            token = await self._token(session, lease)
+            started[CALL_TOKEN_KEY] = token
+            tool_context.state[LEASE_GENERATION_KEY] = token  # a temp: key, never stored
         mark = Event(
             author=tool_context.agent_name,
             invocation_id=tool_context.invocation_id,
             branch=tool_context.branch,
-            custom_metadata={CALL_STARTED_KEY: call_id},
+            custom_metadata=started,
         )
         await self.append(tool_context, mark)
         logger.debug("tool start recorded chat=%s call=%s tool=%s", chat[1], call_id, tool.name)
         return None
+
+    async def _token(self, session: Session, lease: ChatLease) -> int:
+        """The holding's fencing token, taken at its first tool start. Taken only by a holder
+        that passed the lease check; a stalled one that takes one anyway starts nothing with
+        it (its mark is refused), and only moves the next holder's higher."""
+        chat = (session.user_id, session.id)
+        held = self._tokens.get(chat)
+        if held is not None and held[0] is lease:
+            return held[1]
+        token = await self._fencing_tokens.take_fencing_token(
+            session.app_name, session.user_id, session.id, lease.generation
+        )
+        self._tokens[chat] = (lease, token)
+        return token
 
     async def append(self, tool_context: ToolContext, event: Event) -> None:
         """An event of the run's, stored in order with the marks of its other calls."""

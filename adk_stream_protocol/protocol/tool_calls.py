@@ -52,6 +52,11 @@ NOT_STARTED_RESULT = _error("The server stopped before this tool started; it did
 # call's id (plugins/tool_starts.py). A start with no result after it is a call whose outcome
 # is unknown.
 CALL_STARTED_KEY = "ui_call_started"
+# Beside it when the tool is declared idempotent (plugins/idempotency.py): a start without a
+# result is then run again under the same call id, not answered "outcome unknown".
+CALL_IDEMPOTENT_KEY = "ui_call_idempotent"
+# And the fencing token the tool was given (docs/adr/0074), for whoever audits the chat.
+CALL_TOKEN_KEY = "ui_call_token"
 DISCONNECTED_RESULT = _error("Cancelled: the user left before answering; the tool did not run.")
 
 
@@ -75,6 +80,7 @@ class TurnCalls:
     calls: dict[str, str] = field(default_factory=dict)  # call id -> tool name
     call_args: dict[str, dict[str, Any]] = field(default_factory=dict)
     authors: dict[str, str] = field(default_factory=dict)  # call id -> the agent that made it
+    branches: dict[str, str | None] = field(default_factory=dict)  # call id -> its ADK branch
     confirmations: dict[str, Confirmation] = field(default_factory=dict)
     # Calls the page answers with addToolOutput (interrupts.py): a long-running tool the
     # browser runs, an input request, a credential request; call id -> its kind.
@@ -84,8 +90,12 @@ class TurnCalls:
     invocation_id: str | None = None
     # The user's answers to confirmations: confirmation id -> approved.
     decisions: dict[str, bool] = field(default_factory=dict)
+    # The payload an approval came with (an edited one, docs/adr/0041): confirmation id -> it.
+    approval_payloads: dict[str, Any] = field(default_factory=dict)
     # Calls whose body started (a start mark) with no result of any kind after the mark.
     open_starts: set[str] = field(default_factory=set)
+    # Calls whose start mark says the tool is declared idempotent (docs/adr/0074).
+    idempotent_starts: set[str] = field(default_factory=set)
     # Whether the turn's last event ended the run: a model answer without calls, or an error.
     ended: bool = False
 
@@ -93,10 +103,7 @@ class TurnCalls:
         """Take in one event's calls and results (partial events repeat in the final one)."""
         if event.partial:
             return
-        started = (event.custom_metadata or {}).get(CALL_STARTED_KEY)
-        if isinstance(started, str):
-            self.open_starts.add(started)
-            self.ended = False
+        if self._observe_start(event.custom_metadata or {}):
             return
         if event.error_code:
             self.ended = True  # an error, or the run was aborted: ADK sealed the invocation
@@ -118,6 +125,7 @@ class TurnCalls:
                 else:
                     self.calls[call.id] = call.name or ""
                     self.authors[call.id] = event.author
+                    self.branches[call.id] = event.branch
                     self.call_args[call.id] = dict(call.args or {})
                     if waits_for_page(call, long_running):
                         self.page_calls[call.id] = page_call_kind(call.name or "")
@@ -127,11 +135,25 @@ class TurnCalls:
             if response and response.id and response.id not in placeholders:
                 self.answered.add(response.id)
                 if response.name == CONFIRMATION_TOOL and event.author == "user":
-                    approved = (response.response or {}).get("confirmed") is True
+                    answer = response.response or {}
+                    approved = answer.get("confirmed") is True
                     self.decisions[response.id] = approved
+                    if approved and "payload" in answer:
+                        self.approval_payloads[response.id] = answer["payload"]
                     gated = self.confirmations.get(response.id)
                     if gated is not None and not approved:
                         self.denied.add(gated.call_id)
+
+    def _observe_start(self, metadata: Mapping[str, Any]) -> bool:
+        """Take in a start mark, if the event is one."""
+        started = metadata.get(CALL_STARTED_KEY)
+        if not isinstance(started, str):
+            return False
+        self.open_starts.add(started)
+        if metadata.get(CALL_IDEMPOTENT_KEY) is True:
+            self.idempotent_starts.add(started)
+        self.ended = False
+        return True
 
     def ask(self, confirmation: Confirmation) -> None:
         """A confirmation asked outside the events this tracker folds: a live run's gate
@@ -160,6 +182,14 @@ class TurnCalls:
         """The turn's run stopped before it ended, with nothing left for the client to answer:
         its process died, or the store failed under it. Its invocation can be resumed."""
         return self.invocation_id is not None and not self.ended and not self.waiting_for_client()
+
+    def approvals(self) -> dict[str, Any]:
+        """The calls the user approved: call id -> the approval's payload (None: as asked)."""
+        return {
+            c.call_id: self.approval_payloads.get(k)
+            for k, c in self.confirmations.items()
+            if self.decisions.get(k)
+        }
 
     def decided_unrun(self) -> set[str]:
         """Calls the user approved or denied that have no result and never started: the

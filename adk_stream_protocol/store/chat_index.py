@@ -157,6 +157,12 @@ class ChatIndex(ABC):
     async def delete(self, app: str, user: str, chat_id: str) -> bool:
         """Forget the chat; False for no such chat."""
 
+    @abstractmethod
+    async def take_fencing_token(self, app: str, user: str, chat_id: str, generation: int) -> int:
+        """A new fencing token for the chat's holder whose lease has ``generation``: the
+        higher of it and one more than the last token taken (docs/adr/0074). Kept as long as
+        the store, deleting the chat included, so a token never repeats."""
+
     async def close(self) -> None:  # noqa: B027 - most indexes hold nothing of their own
         """Let go of what the index opened itself (not a store it shares)."""
 
@@ -315,9 +321,15 @@ class InMemoryChatIndex(ChatIndex):
 
     def __init__(self) -> None:
         self._rows: dict[tuple[str, str], dict[str, _Row]] = {}
+        self._tokens: dict[tuple[str, str, str], int] = {}
 
     async def prepare(self) -> None:
         return None
+
+    async def take_fencing_token(self, app: str, user: str, chat_id: str, generation: int) -> int:
+        key = (app, user, chat_id)
+        token = self._tokens[key] = max(self._tokens.get(key, 0) + 1, generation)
+        return token
 
     async def record_messages(
         self,

@@ -24,6 +24,9 @@ earlier version holds its messages as one JSON array in ``adk_stream_chats.messa
 read as it is, and moved into message rows (the column emptied) by its first write. Reading a
 chat is one statement (the chat's row joined with its messages), so it sees one state.
 
+``adk_stream_fencing_tokens`` holds each chat's last fencing token (ADR 0074): taking one is a
+single upsert that returns it, so two takers never get the same. Deleting a chat keeps it.
+
 Listing reads the index ``(app_name, user_id, updated_at_us, chat_id)`` backwards from the
 cursor, never the messages.
 """
@@ -117,6 +120,22 @@ CREATE TABLE IF NOT EXISTS {MESSAGES_TABLE} (
     message TEXT NOT NULL,
     PRIMARY KEY (app_name, user_id, chat_id, seq)
 )"""
+TOKENS_TABLE = "adk_stream_fencing_tokens"
+CREATE_TOKENS_TABLE = f"""
+CREATE TABLE IF NOT EXISTS {TOKENS_TABLE} (
+    app_name VARCHAR(128) NOT NULL,
+    user_id VARCHAR(128) NOT NULL,
+    chat_id VARCHAR(128) NOT NULL,
+    token BIGINT NOT NULL,
+    PRIMARY KEY (app_name, user_id, chat_id)
+)"""
+TAKE_TOKEN = f"""
+INSERT INTO {TOKENS_TABLE} (app_name, user_id, chat_id, token)
+VALUES (:app, :user, :chat, :first)
+ON CONFLICT (app_name, user_id, chat_id) DO UPDATE SET
+    token = CASE WHEN {TOKENS_TABLE}.token + 1 > :generation
+        THEN {TOKENS_TABLE}.token + 1 ELSE :generation END
+RETURNING token"""
 _KEY = "app_name = :app AND user_id = :user AND chat_id = :chat"
 UPSERT = f"""
 INSERT INTO {TABLE}
@@ -224,7 +243,7 @@ class SqlChatIndex(ChatIndex):
 
     async def prepare(self) -> None:
         await self._database.create()
-        logger.info("chat index ready (tables %s, %s)", TABLE, MESSAGES_TABLE)
+        logger.info("chat index ready (tables %s, %s, %s)", TABLE, MESSAGES_TABLE, TOKENS_TABLE)
 
     async def record_messages(
         self,
@@ -382,6 +401,18 @@ class SqlChatIndex(ChatIndex):
         params = {"app": app, "user": user, "chat": chat_id, "title": title}
         return await self._database.write(RENAME, params) > 0
 
+    async def take_fencing_token(self, app: str, user: str, chat_id: str, generation: int) -> int:
+        params = {
+            "app": app,
+            "user": user,
+            "chat": chat_id,
+            "first": max(1, generation),
+            "generation": generation,
+        }
+        async with self._database.transaction() as statements:
+            ((token,),) = await statements.read(TAKE_TOKEN, params)
+        return int(token)
+
     async def delete(self, app: str, user: str, chat_id: str) -> bool:
         params = {"app": app, "user": user, "chat": chat_id}
         async with self._database.transaction() as statements:
@@ -444,6 +475,7 @@ class PostgresDatabase:
             await connection.execute(text(CREATE_TABLE))
             await connection.execute(text(CREATE_INDEX))
             await connection.execute(text(CREATE_MESSAGES_TABLE))
+            await connection.execute(text(CREATE_TOKENS_TABLE))
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[_Statements]:
@@ -515,6 +547,7 @@ class SqliteDatabase:
             await connection.execute(CREATE_TABLE)
             await connection.execute(CREATE_INDEX)
             await connection.execute(CREATE_MESSAGES_TABLE)
+            await connection.execute(CREATE_TOKENS_TABLE)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[_Statements]:

@@ -21,6 +21,7 @@ from adk_stream_protocol.observability.metrics import Metrics
 from adk_stream_protocol.observability.recording import Recorder
 from adk_stream_protocol.observability.telemetry import Telemetry
 from adk_stream_protocol.plugins.sign_ins import SignInPlugin
+from adk_stream_protocol.plugins.tool_starts import ToolStartPlugin
 from adk_stream_protocol.store.artifact_files import ChatArtifacts
 from adk_stream_protocol.store.chat_tables import create_chat_index
 from adk_stream_protocol.store.result_outbox import ResultOutbox
@@ -66,8 +67,11 @@ class Bridge:
             self.outages,
             retry_seconds=settings.result_retry_seconds,
         )
+        # Each chat's messages as its page held them, beside the sessions (docs/adr/0043), and
+        # its fencing tokens (docs/adr/0074).
+        self.chats = create_chat_index(settings.session_store, self.outbox)
         self.tools = ChatTools(
-            self.outbox,
+            ToolStartPlugin(self.outbox, self.chats, frozenset(settings.idempotent_tools)),
             coordination.pending,
             approval_timeout_seconds=settings.approval_timeout_seconds,
             on_outcome=lambda outcome: self.telemetry.approval_outcome("live", outcome),
@@ -82,8 +86,6 @@ class Bridge:
         )
         self.sessions = self.runners.sessions
         self.artifact_service = self.runners.artifacts
-        # Each chat's messages as its page held them, beside the sessions (docs/adr/0043).
-        self.chats = create_chat_index(settings.session_store, self.outbox)
         self.recorder = Recorder(settings.record_dir)
         self.records = ChatRecords(self.chats, self.sessions.app_name, self.recorder)
         self.response_slots = ResponseSlots(settings.max_concurrent_responses)

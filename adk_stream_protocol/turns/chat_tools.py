@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from google.adk.sessions import BaseSessionService
-
 from adk_stream_protocol.coordination.base import Outcome, PendingCalls
 from adk_stream_protocol.plugins.approvals import LiveApprovalPlugin
 from adk_stream_protocol.plugins.page_states import PageStates
@@ -29,7 +27,7 @@ class ChatTools:
 
     def __init__(
         self,
-        sessions: BaseSessionService,
+        starts: ToolStartPlugin,
         pending: PendingCalls,
         *,
         approval_timeout_seconds: float,
@@ -37,7 +35,8 @@ class ChatTools:
         sign_ins: SignInPlugin | None = None,
     ) -> None:
         self.ui = ToolUiPlugin()  # where a chat's data parts go
-        self.starts = ToolStartPlugin(sessions)  # a durable mark before each tool body runs
+        # A durable mark before each tool body runs; it says whether the tool may run again.
+        self.starts = starts
         self.running = RunningTools()  # which tools of a chat run now
         self.page_states = PageStates()  # the page's changes sent with an answer on /live
         # OAuth2 sign-ins that come back to the server's callback, when it has one (ADR 0065).

@@ -27,7 +27,7 @@ from adk_stream_protocol.coordination.redis.coordination import (
     RedisCoordination,
     connect_redis_coordination,
 )
-from adk_stream_protocol.coordination.redis.signals import RedisKeys
+from adk_stream_protocol.coordination.redis.signals import RedisKeys, listened
 from tests.coordination.test_coordination import Listener, Reader, read_all
 from tests.coordination.test_redis_coordination import waiting_for_the_chat
 from tests.support.rig import (
@@ -228,6 +228,32 @@ async def test_a_log_written_in_one_process_is_followed_in_another(
     events = await follower.coordination.chunk_logs.follow(CHAT)
     assert events is None or await asyncio.wait_for(read_all(events), BOUND) == []
     await lease.release()
+
+
+@pytest.mark.asyncio
+async def test_a_process_is_heard_on_its_presence_channel_whichever_node_it_listens_on(
+    connect: Connect, store: RedisCluster, keys: RedisKeys
+) -> None:
+    """Each process subscribes on one node, picked at random; a subscription counts only on
+    its node, so every primary is asked. A live producer's log is followed at once, long
+    before its lease (30 s here) could lapse."""
+    follower = await connect(lease_ttl=30)
+    producers = [await connect(lease_ttl=30) for _ in store.get_primaries()]
+    for process in producers:
+        assert await listened(store, process._signals.presence)
+    assert not await listened(store, keys.presence("a-process-that-does-not-listen"))
+    for index, producer in enumerate(producers):
+        chat = (CHAT[0], f"chat-{index}")
+        lease = await producer.coordination.leases.acquire(chat, BOUND)
+        log = await producer.coordination.chunk_logs.open(chat, lease)
+        await log.append([b"start"])
+        events = await asyncio.wait_for(follower.coordination.chunk_logs.follow(chat), BOUND)
+        assert events is not None
+        reader = Reader(events)
+        assert await reader.until(1) == [b"start"]
+        await log.close()
+        assert await asyncio.wait_for(reader.task, BOUND) == [b"start"]
+        await lease.release()
 
 
 # -- a server on the cluster ---------------------------------------------------------------------

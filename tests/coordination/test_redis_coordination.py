@@ -10,6 +10,7 @@ implementation fails instead of hanging.
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import sys
 from collections.abc import AsyncGenerator, Awaitable, Callable
@@ -25,9 +26,9 @@ from adk_stream_protocol.coordination.redis.coordination import (
     RedisCoordination,
     connect_redis_coordination,
 )
-from adk_stream_protocol.coordination.redis.signals import RedisKeys
+from adk_stream_protocol.coordination.redis.signals import RedisKeys, listened
 from tests.coordination.test_coordination import Listener, Reader, read_all
-from tests.support.waiting import until
+from tests.support.waiting import until, until_awaited
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAT: ChatKey = ("user:1/ü*?[x]", "chat-1")  # a user id with every kind of character
@@ -48,6 +49,13 @@ async def waiting_for_the_chat(process: RedisCoordination, chat: ChatKey = CHAT)
     when it starts, before its first try (the process's handlers are all that show it)."""
     channel = process._leases.keys.signal("freed", chat)
     await until(lambda: channel in process._signals._handlers, "a waiter listening")
+
+
+async def pointer_of(store: redis.Redis, keys: RedisKeys) -> dict[str, Any]:
+    """The chat's log pointer as its producer wrote it."""
+    pointer = await store.get(keys.active(CHAT))
+    assert pointer is not None, "the chat has a log"
+    return dict(json.loads(pointer))
 
 
 class Holder:
@@ -79,7 +87,9 @@ asyncio.run(main())
         self.token = token
 
     @classmethod
-    async def start(cls, url: str, prefix: str, *, write_log: bool = False) -> Holder:
+    async def start(
+        cls, url: str, prefix: str, *, write_log: bool = False, lease_ttl: float = LEASE_TTL
+    ) -> Holder:
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-c",
@@ -87,7 +97,7 @@ asyncio.run(main())
             url,
             prefix,
             *CHAT,
-            str(LEASE_TTL),
+            str(lease_ttl),
             "yes" if write_log else "no",
             cwd=ROOT,
             stdout=asyncio.subprocess.PIPE,
@@ -419,6 +429,78 @@ async def test_a_killed_holder_lapses_and_its_log_ends_with_an_error_then_is_for
     assert await other.coordination.chunk_logs.follow(CHAT) is None
     assert await store.exists(keys.active(CHAT)) == 0
     await lease.release()
+
+
+@pytest.mark.asyncio
+async def test_a_resume_after_its_producer_was_killed_is_no_follower_and_gets_the_chat(
+    connect: Connect, store: redis.Redis, keys: RedisKeys, redis_url: str, redis_prefix: str
+) -> None:
+    """A process killed mid-response leaves its log, never ended, and its lease until that
+    lapses. A resume that comes after it died does not follow that log (it would end in an
+    ``error``): it waits out the lease, has no active response, and the chat is free for it
+    to finish the cut turn (docs/adr/0032)."""
+    other = await connect()
+    holder = await Holder.start(redis_url, redis_prefix, write_log=True, lease_ttl=3.0)
+    presence = (await pointer_of(store, keys))["presence"]
+    try:
+        assert await listened(store, presence)
+    finally:
+        await holder.kill()
+
+    async def closed() -> bool:
+        return not await listened(store, presence)
+
+    await until_awaited(closed, "the killed process's connection closed")
+    assert await store.get(keys.lease(CHAT)) == holder.token.encode()  # not lapsed yet
+    assert await within(BOUND, other.coordination.chunk_logs.follow(CHAT)) is None
+    assert await store.exists(keys.active(CHAT)) == 0
+    lease = await other.coordination.leases.try_acquire(CHAT)
+    assert lease is not None and lease.unclean  # taken after a holder that never released
+    await lease.release()
+
+
+@pytest.mark.asyncio
+async def test_a_live_producers_log_is_followed_without_waiting_for_its_lease(
+    connect: Connect,
+) -> None:
+    """Its process listens on its presence channel: a resume follows at once, long before
+    the lease (30 s here) could lapse."""
+    producer, follower = await connect(lease_ttl=30), await connect(lease_ttl=30)
+    lease = await producer.coordination.leases.acquire(CHAT, BOUND)
+    log = await producer.coordination.chunk_logs.open(CHAT, lease)
+    await log.append([b"start"])
+    events = await within(BOUND, follower.coordination.chunk_logs.follow(CHAT))
+    assert events is not None
+    reader = Reader(events)
+    assert await reader.until(1) == [b"start"]
+    await log.close()
+    assert await within(BOUND, reader.task) == [b"start"]
+    await lease.release()
+
+
+@pytest.mark.asyncio
+async def test_a_producer_unheard_on_its_presence_channel_but_renewing_its_lease_is_followed(
+    connect: Connect, store: redis.Redis, keys: RedisKeys
+) -> None:
+    """A live process whose pub/sub connection is down for a moment is not heard on its
+    presence channel: the lease it keeps renewing past the resume's wait says it lives, and
+    the resume follows its log after all."""
+    producer, follower = await connect(), await connect()
+    lease = await producer.coordination.leases.acquire(CHAT, BOUND)
+    log = await producer.coordination.chunk_logs.open(CHAT, lease)
+    await log.append([b"start"])
+    pointer = await pointer_of(store, keys)
+    pointer["presence"] = keys.presence("a-process-that-does-not-listen")
+    await store.set(keys.active(CHAT), json.dumps(pointer))
+    events = await within(BOUND, follower.coordination.chunk_logs.follow(CHAT))
+    assert events is not None
+    reader = Reader(events)
+    assert await reader.until(1) == [b"start"]
+    await log.append([b"more"])
+    await log.close()
+    assert await within(BOUND, reader.task) == [b"start", b"more"]
+    await lease.release()
+    await store.delete(keys.active(CHAT))  # the log's close only drops its own pointer
 
 
 @pytest.mark.asyncio

@@ -22,6 +22,7 @@ from adk_stream_protocol.foundation.outages import Outages
 from adk_stream_protocol.foundation.settings import Settings
 from adk_stream_protocol.observability.recording import Recorder
 from adk_stream_protocol.observability.telemetry import Telemetry
+from adk_stream_protocol.plugins.tool_starts import ToolStartPlugin
 from adk_stream_protocol.protocol.chunks import TextDeltaChunk, TextEndChunk, TextStartChunk
 from adk_stream_protocol.protocol.converter import StreamProtocolConverter
 from adk_stream_protocol.protocol.ui_messages import ChatRequest, parse_chat_request
@@ -107,7 +108,12 @@ async def test_a_live_turn_is_driven_as_its_connection_drives_it() -> None:
     settings = Settings(session_store="memory://", playground_dir=None)
     outages, pending, tasks = Outages(), LocalPendingCalls(), BackgroundTasks()
     outbox = ResultOutbox(InMemorySessionService(), outages)
-    tools = ChatTools(outbox, pending, approval_timeout_seconds=1, on_outcome=lambda _: None)
+    tools = ChatTools(
+        ToolStartPlugin(outbox, InMemoryChatIndex()),
+        pending,
+        approval_timeout_seconds=1,
+        on_outcome=lambda _: None,
+    )
     agent = LlmAgent(name="solo", model="gemini-2.0-flash-live-001")
     runners = Runners(settings, agent, agent, outbox=outbox, tools=tools, outages=outages)
     # Never started: the turn only sends it what the model should get.

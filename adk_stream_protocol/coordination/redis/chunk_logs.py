@@ -10,6 +10,14 @@ reading it); one whose producer crashed goes after a day.
 The log survives its producer, but a follower must not wait for an end that never comes: the
 producer's chat lease lapses when it dies, so a follower that sees no new entry for a third of
 the lease TTL checks the lease, and ends with an ``error`` event and ``[DONE]`` once it lapsed.
+
+A resume that comes after the producer died is not such a follower: its log will never end,
+and the chat's cut turn is for the resumer to finish (docs/adr/0032). The pointer also names
+the producer's presence channel (``signals.py``), which loses its listener the moment the
+process dies. A resume that finds nobody there waits for the producer's lease to lapse (a
+timer on the lease's own TTL: nothing signals a lapse) and then has no active response, so it
+can take the chat. A lease renewed meanwhile is a live producer whose pub/sub connection was
+down: its log is followed after all.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncGenerator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from redis.exceptions import RedisError
 
@@ -27,9 +35,11 @@ from adk_stream_protocol.coordination.redis.signals import (
     COMPARE_AND_DELETE,
     Client,
     RedisKeys,
+    Signals,
     cancelled_meanwhile,
+    listened,
 )
-from adk_stream_protocol.foundation.outages import REDIS, Outages
+from adk_stream_protocol.foundation.outages import REDIS
 from adk_stream_protocol.protocol.chunks import ErrorChunk
 from adk_stream_protocol.protocol.sse import DONE, format_event
 
@@ -151,14 +161,28 @@ class RedisResponseLog:
         logger.info("chat=%s response log ended", self._chat[1])
 
 
-def _target(chat: ChatKey, pointer: bytes | str | None) -> tuple[str, str] | None:
-    """The stream and the holder's token a chat's log pointer names."""
+class _Target(NamedTuple):
+    """What a chat's log pointer names: the stream, the token of the lease it is written
+    under, and its producer's presence channel (None in a pointer written before there was
+    one)."""
+
+    stream: str
+    holder: str
+    presence: str | None
+
+
+def _target(chat: ChatKey, pointer: bytes | str | None) -> _Target | None:
     if pointer is None:
         return None
     try:
         target = json.loads(pointer)
-        return str(target["stream"]), str(target["holder"])
-    except (ValueError, KeyError, TypeError):
+        presence = target.get("presence")
+        return _Target(
+            str(target["stream"]),
+            str(target["holder"]),
+            presence if isinstance(presence, str) else None,
+        )
+    except (ValueError, KeyError, TypeError, AttributeError):
         logger.warning("chat=%s has an unreadable log pointer; ignored", chat[1])
         return None
 
@@ -168,14 +192,15 @@ class RedisChunkLogs:
         self,
         client: Client,
         keys: RedisKeys,
+        signals: Signals,
         *,
         reader: Client | None = None,
         lease_ttl_seconds: float,
         log_ttl_seconds: float,
-        outages: Outages | None = None,
     ) -> None:
         self.client = client
-        self.outages = outages or Outages()
+        self.presence = signals.presence  # this process's, named in the pointers it writes
+        self.outages = signals.outages
         # Followers block a connection each while they wait: their own pool, so they never
         # hold up the short commands of the responses being written.
         self.reader = reader or client
@@ -194,29 +219,41 @@ class RedisChunkLogs:
 
     async def open(self, chat: ChatKey, holder: ChatLease) -> RedisResponseLog:
         stream = self.keys.new_log(chat)
-        pointer = json.dumps({"stream": stream, "holder": holder.token})
+        target = {"stream": stream, "holder": holder.token, "presence": self.presence}
+        pointer = json.dumps(target)
         await self.client.set(self.keys.active(chat), pointer, ex=SAFETY_TTL_SECONDS)
         return RedisResponseLog(self, chat, stream, pointer)
 
     async def follow(self, chat: ChatKey) -> AsyncGenerator[bytes, None] | None:
         pointer_key = self.keys.active(chat)
-        pointer = await self.client.get(pointer_key)
-        target = _target(chat, pointer)
-        if pointer is None or target is None:
-            return None
-        stream, holder = target
         lease_key = self.keys.lease(chat)
-        async with self.client.pipeline(transaction=False) as pipe:
-            pipe.get(lease_key)
-            pipe.xrevrange(stream, count=1)
-            holding, last = await pipe.execute()
-        ended = bool(last) and END_FIELD in last[0][1]
-        if not ended and holding != holder.encode():
-            # Its producer is gone (its lease lapsed): nothing will end this log.
-            await self._compare_and_delete(keys=[pointer_key], args=[pointer])
-            logger.info("chat=%s dropped the log of a producer that is gone", chat[1])
-            return None
-        return self._read(chat, stream, lease_key, holder.encode())
+        waited_for: bytes | str | None = None  # the pointer whose producer's lapse was waited for
+        while True:
+            pointer = await self.client.get(pointer_key)
+            target = _target(chat, pointer)
+            if pointer is None or target is None:
+                return None
+            async with self.client.pipeline(transaction=False) as pipe:
+                pipe.get(lease_key)
+                pipe.pttl(lease_key)
+                pipe.xrevrange(target.stream, count=1)
+                holding, lease_ms, last = await pipe.execute()
+            ended = bool(last) and END_FIELD in last[0][1]
+            if not ended and holding != target.holder.encode():
+                # Its producer is gone (its lease lapsed): nothing will end this log.
+                await self._compare_and_delete(keys=[pointer_key], args=[pointer])
+                logger.info("chat=%s dropped the log of a producer that is gone", chat[1])
+                return None
+            if (
+                ended
+                or pointer == waited_for  # its lease was renewed meanwhile: it lives
+                or target.presence is None
+                or await listened(self.client, target.presence)
+            ):
+                return self._read(chat, target.stream, lease_key, target.holder.encode())
+            logger.info("chat=%s the log's producer is gone; its lease lapses first", chat[1])
+            await asyncio.sleep((max(int(lease_ms), 0) + 1) / 1000)
+            waited_for = pointer
 
     async def with_active_response(self, chats: Sequence[ChatKey]) -> set[ChatKey]:
         """A chat's pointer, and its lease held by the token the pointer names: two reads a
@@ -232,7 +269,7 @@ class RedisChunkLogs:
         for index, chat in enumerate(chats):
             pointer, holding = replies[2 * index], replies[2 * index + 1]
             target = _target(chat, pointer) if pointer is not None else None
-            if target is not None and holding == target[1].encode():
+            if target is not None and holding == target.holder.encode():
                 active.add(chat)
         return active
 
@@ -241,7 +278,7 @@ class RedisChunkLogs:
         pointer = await self.client.get(pointer_key)
         target = _target(chat, pointer)
         # The stream shares the chat's hash tag with its pointer: one command, one slot.
-        await self.client.delete(pointer_key, *([target[0]] if target is not None else []))
+        await self.client.delete(pointer_key, *([target.stream] if target is not None else []))
 
     async def _read(
         self, chat: ChatKey, stream: str, lease_key: str, holder: bytes

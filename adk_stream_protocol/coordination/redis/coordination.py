@@ -199,10 +199,10 @@ class RedisCoordination:
             chunk_logs=RedisChunkLogs(
                 client,
                 keys,
+                signals,
                 reader=reader,
                 lease_ttl_seconds=lease_ttl_seconds,
                 log_ttl_seconds=log_ttl_seconds,
-                outages=outages,
             ),
             sign_ins=RedisSignIns(client, keys),
         )

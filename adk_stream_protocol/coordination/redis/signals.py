@@ -15,7 +15,9 @@ a key that is not a chat's.
 Signals (a lease freed, a stop, an answer to a waiting call) go over pub/sub: one connection
 per process, subscribed to ``{prefix}:signal:*``, and one reader task handing each message to
 this process's handlers of its channel. A process applies its own signals at once and skips
-their echo (each message names its origin).
+their echo (each message names its origin). The same connection also subscribes to the
+process's presence channel, where nothing is published: while anyone listens there, the
+process lives (a resume asks, before it follows a log the process wrote, docs/adr/0032).
 
 Pub/sub keeps nothing: a process whose pub/sub connection is down misses what is published
 meanwhile (redis-py reconnects and subscribes again). So each signal also leaves something
@@ -41,6 +43,7 @@ from urllib.parse import quote
 import redis.asyncio as redis
 from redis.asyncio.client import PubSub
 from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import ResponseError
 
 from adk_stream_protocol.coordination.base import ChatKey
 from adk_stream_protocol.foundation.outages import REDIS, Outages
@@ -84,8 +87,9 @@ _GLOB = re.compile(r"([\\*?\[\]])")
 
 class RedisKeys:
     """``P:{C}:lease``, ``P:{C}:active``, ``P:{C}:log:ID``, ``P:{C}:results`` and the channels
-    ``P:signal:KIND:{C}`` and ``P:signal:calls``, for the prefix ``P`` and the chat ``C``; and
-    ``P:sign-in:STATE``, a sign-in under way."""
+    ``P:signal:KIND:{C}`` and ``P:signal:calls``, for the prefix ``P`` and the chat ``C``;
+    ``P:sign-in:STATE``, a sign-in under way; and the channel ``P:process:ORIGIN``, a process's
+    presence."""
 
     def __init__(self, prefix: str) -> None:
         if "{" in prefix or "}" in prefix:  # it would move the hash tag off the chat
@@ -136,6 +140,12 @@ class RedisKeys:
     def signal(self, kind: str, chat: ChatKey) -> str:
         return f"{self.prefix}:signal:{kind}:{self.chat(chat)}"
 
+    def presence(self, origin: str) -> str:
+        """The channel only the process ``origin`` subscribes to, on its pub/sub connection,
+        while it runs. Nothing is published there: whether anyone listens says whether the
+        process still has that connection (a killed process's closes at once)."""
+        return f"{self.prefix}:process:{origin}"
+
     def sign_in(self, state: str) -> str:
         """A sign-in under way (docs/adr/0065): no chat's key, named by its state (quoted,
         so that it cannot make a hash tag or another name)."""
@@ -151,12 +161,27 @@ def _pubsub(client: Client) -> PubSub:
     return client.pubsub()
 
 
+async def listened(client: Client, channel: str) -> bool:
+    """Whether any process subscribes to ``channel`` now (PUBSUB NUMSUB). A cluster counts a
+    subscription on the node it was made on only: every primary is asked, and the counts add
+    up. A Redis that does not let this user ask says yes: nothing is told apart then."""
+    try:
+        if isinstance(client, RedisCluster):
+            counts = await client.pubsub_numsub(channel, target_nodes=RedisCluster.PRIMARIES)
+        else:
+            counts = await client.pubsub_numsub(channel)
+    except ResponseError:
+        return True
+    return sum(int(count) for _, count in counts) > 0
+
+
 class Signals:
     """This process's pub/sub connection and the handlers of each channel."""
 
     def __init__(self, client: Client, keys: RedisKeys, outages: Outages | None = None) -> None:
         self.outages = outages or Outages()
         self.origin = uuid.uuid4().hex  # this process, so it skips its own messages
+        self.presence = keys.presence(self.origin)
         self._client = client
         self._keys = keys
         self._pubsub = _pubsub(client)
@@ -168,6 +193,8 @@ class Signals:
 
     async def start(self) -> None:
         await self._pubsub.psubscribe(self._keys.signal_pattern)
+        # Its presence, which a reconnect subscribes again too (docs/adr/0032).
+        await self._pubsub.subscribe(self.presence)
         self._reader = asyncio.create_task(self._read(), name="redis-signals")
 
     async def close(self) -> None:

@@ -17,7 +17,13 @@ seconds (default 1) before it returns: the test stops the session store meanwhil
 tool's result cannot be stored (tests/faults/test_kept_results.py).
 
 ``CRASH_LEDGER`` is a file the tool appends the call's id to when it does its work: the
-ground truth for "the payment ran once", whatever the session says.
+ground truth for "the payment ran once", whatever the session says. ``TOKEN_LEDGER``, when
+set, is a file it appends the call's id and its fencing token (``lease_generation``) to.
+
+``PAY_RAISES=1`` makes the tool fail (raise) before its work.
+
+``IDEMPOTENT_IN_CODE=1`` declares the tool idempotent in code (``adk_stream_protocol.idempotent``);
+``ADK_STREAM_IDEMPOTENT_TOOLS=pay`` declares it by the setting.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from google.adk.models.llm_request import LlmRequest
 from google.adk.plugins import BasePlugin
 from google.adk.tools import BaseTool, FunctionTool, ToolContext
 
+from adk_stream_protocol import idempotent, lease_generation
 from adk_stream_protocol.testing import ScriptedLlm, call
 
 
@@ -46,9 +53,14 @@ def _crash_at(point: str) -> None:
 async def pay(amount: float, to: str, tool_context: ToolContext) -> dict[str, Any]:
     """Sends money; needs the user's approval."""
     _crash_at("in-body")
-    await asyncio.to_thread(
-        record_payment, os.environ["CRASH_LEDGER"], tool_context.function_call_id or ""
-    )
+    if os.environ.get("PAY_RAISES") == "1":
+        raise RuntimeError("the bank is closed")
+    call_id = tool_context.function_call_id or ""
+    if tokens := os.environ.get("TOKEN_LEDGER"):
+        await asyncio.to_thread(
+            record_payment, tokens, f"{call_id}:{lease_generation(tool_context)}"
+        )
+    await asyncio.to_thread(record_payment, os.environ["CRASH_LEDGER"], call_id)
     _crash_at("after-effect")
     if ready := os.environ.get("RESULT_READY"):
         await asyncio.to_thread(Path(ready).write_text, "paid", encoding="utf-8")
@@ -102,6 +114,11 @@ agent = LlmAgent(
     name="payer",
     model=model,
     instruction="Pay when asked.",
-    tools=[FunctionTool(pay, require_confirmation=True)],
+    tools=[
+        FunctionTool(
+            idempotent(pay) if os.environ.get("IDEMPOTENT_IN_CODE") == "1" else pay,
+            require_confirmation=True,
+        )
+    ],
 )
 app = App(name="crashes", root_agent=agent, plugins=[CrashPlugin()])
