@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,26 +37,9 @@ from google.adk.agents import LlmAgent
 from google.adk.apps import App
 from google.adk.tools import BaseTool, FunctionTool, ToolContext
 
-import adk_stream_protocol
+from adk_stream_protocol import idempotent, lease_generation
 from adk_stream_protocol.testing import ScriptedLlm, call
 from tests.support import dedup_backend
-
-
-# SHIM before issue 39 points 1 and 3 land on main: removed on merging them.
-def _identity(function: Callable[..., Any]) -> Callable[..., Any]:
-    return function
-
-
-def _no_generation(tool_context: ToolContext) -> int:
-    return 0
-
-
-idempotent: Callable[[Callable[..., Any]], Callable[..., Any]] = getattr(
-    adk_stream_protocol, "idempotent", _identity
-)
-lease_generation: Callable[[ToolContext], int] = getattr(
-    adk_stream_protocol, "lease_generation", _no_generation
-)
 
 APP_NAME = "exactly_once"
 BACKEND_ENV = "EXACTLY_ONCE_BACKEND"
