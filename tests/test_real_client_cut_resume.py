@@ -151,6 +151,8 @@ def test_on_postgresql_and_redis_too(
     would end in an ``error``): it finishes the cut turn, rebuilt, as on one instance."""
     _resumed_whole(fresh, cut_chat, client)
     assert fresh.http.get(f"/stream/{cut_chat[0]}/stream").status_code == 204
+    # It took the chat from a lease that lapsed: it fenced the former holder off first.
+    assert "fenced after an unclean takeover" in fresh.log()
 
 
 def _resumed_whole(fresh: LiveServer, cut_chat: tuple[str, dict[str, Any]], client: str) -> None:

@@ -103,6 +103,12 @@ class ChatRequest(UIModel):
             self.message = None
         elif not sent_messages:
             raise ValueError("the request needs `messages` (or `message`)")
+        # The chat's record joins a request by its message ids (docs/adr/0069).
+        seen: set[str] = set()
+        for message in self.messages:
+            if message.id in seen:
+                raise ValueError(f"two messages have the id {message.id!r}: each needs its own")
+            seen.add(message.id)
         return self
 
     @property

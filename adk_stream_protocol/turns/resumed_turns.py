@@ -46,6 +46,8 @@ async def begin_resumed_turn(
         return None
     responses = services.responses
     try:
+        if lease.unclean:  # the former holder lapsed: its writes are refused from now on
+            await services.runners.sessions.fence(*chat, lease.generation)
         plan = await _plan(services, chat)
         if plan is None:
             await lease.release()

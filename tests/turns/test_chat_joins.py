@@ -172,6 +172,8 @@ def test_the_recipes_body_is_the_last_message() -> None:
         ({"id": "c1"}, "needs `messages` (or `message`)"),
         ({"id": "c1", "messages": [message("u1")], "message": message("u1")}, "not both"),
         ({"id": "c1", "messages": []}, "at least 1 item"),
+        # Found by tests/test_fuzz.py: two messages of one id broke the record's join (500).
+        ({"id": "c1", "messages": [message("u1"), message("u1")]}, "two messages have the id"),
     ],
 )
 def test_a_body_with_no_message_or_both_forms_is_refused_with_422(
