@@ -238,11 +238,13 @@ def test_stale_approval_after_a_new_message_is_refused(app: InProcessApp) -> Non
     chat = Conversation(app)
     first = chat.say("Send 50 dollars to Hanako")
     (call,) = first.of_type("tool-input-available")
+    held = chat.messages[:-1]  # what a stale tab holds: the chat up to the approval
     stale = answer_approvals(chat.assistant(), True)
     chat.say("Never mind, hello")
     # The abandoned call was given a clear result before the new message ran.
     assert stored_results(app, chat.chat_id, call["toolCallId"])[-1] == CANCELLED_RESULT
-    response = chat.refused(stale)
+    body = chat_body(chat.chat_id, *held, stale, messageId=stale["id"])
+    response = app.http.post("/stream", json=body, headers=chat.headers)
     assert response.status_code == 409
     assert chat.wallet() == 1000
 

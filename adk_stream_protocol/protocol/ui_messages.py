@@ -135,12 +135,16 @@ class ChatRequest(UIModel):
         (set by ``completed``): the record's write leaves them alone (docs/adr/0069)."""
         return self._record_since
 
-    def completed(self, earlier: list[Any], *, since: int | None = None) -> ChatRequest:
+    def completed(
+        self, earlier: list[Any], *, since: int | None = None, sent: list[Any] | None = None
+    ) -> ChatRequest:
         """This request with the record's ``earlier`` messages before the ones it sent: what
         the planner and the record see. ``messages`` stay the ones sent (validated).
-        ``since``: ``record_since`` (default: the ``earlier`` ones)."""
+        ``since``: ``record_since`` (default: the ``earlier`` ones). ``sent``: the sent
+        messages' JSON as the record keeps it (a late tool output kept, docs/adr/0073)."""
         copy = self.model_copy()
-        copy._payload = {**self.payload, "messages": [*earlier, *self.payload["messages"]]}
+        messages = self.payload["messages"] if sent is None else sent
+        copy._payload = {**self.payload, "messages": [*earlier, *messages]}
         copy._record_since = len(earlier) if since is None else since
         return copy
 

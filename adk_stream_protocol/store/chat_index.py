@@ -20,6 +20,10 @@ requests on it race (several tabs, several processes):
 - Listing is newest activity first, ties by chat id, and pages by an opaque cursor that
   names the last chat given: a chat written between two pages moves to the top (the page
   the user already has) and is neither repeated nor makes another one skipped.
+
+The index also holds the chat's *late results* (docs/adr/0073): a tool's result that a run
+which had lost its chat could not store in the session. The chat's current holder applies
+them (``turns/late_results.py``) and drops them here; the stale run never writes the session.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ import json
 import re
 import time
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
@@ -78,6 +82,21 @@ class ChatOutline:
 class ChatPage:
     chats: list[ChatSummary]
     next_cursor: str | None  # None: this is the last page
+
+
+@dataclass(frozen=True)
+class LateResult:
+    """A tool's result that its run could not store because it had lost the chat (its write
+    refused as stale, or a kept result given up): for the chat's holder to apply (ADR 0073).
+    ``author`` and ``invocation_id``: the call's agent and invocation, which the applied
+    result is stored in."""
+
+    call_id: str
+    tool_name: str
+    response: dict[str, Any]
+    invocation_id: str
+    author: str
+    created_at: datetime  # UTC
 
 
 class StaleRecordError(RuntimeError):
@@ -156,6 +175,19 @@ class ChatIndex(ABC):
     @abstractmethod
     async def delete(self, app: str, user: str, chat_id: str) -> bool:
         """Forget the chat; False for no such chat."""
+
+    @abstractmethod
+    async def keep_late_result(self, app: str, user: str, chat_id: str, late: LateResult) -> None:
+        """Hand a late result to the chat's holder; a second one for the same call is
+        ignored (the first is the run's result)."""
+
+    @abstractmethod
+    async def late_results(self, app: str, user: str, chat_id: str) -> list[LateResult]:
+        """The chat's late results not yet applied, oldest first."""
+
+    @abstractmethod
+    async def drop_late_result(self, app: str, user: str, chat_id: str, call_id: str) -> None:
+        """Forget the call's late result: applied, or dropped by the holder."""
 
     @abstractmethod
     async def take_fencing_token(self, app: str, user: str, chat_id: str, generation: int) -> int:
@@ -270,6 +302,11 @@ def utc_time(us: int) -> datetime:
     return _EPOCH + timedelta(microseconds=us)
 
 
+def us_of(moment: datetime) -> int:
+    """``utc_time``'s inverse, exact."""
+    return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
 def encode_cursor(updated_us: int, chat_id: str) -> str:
     """The position after a chat, opaque to the client."""
     raw = f"{updated_us}.{chat_id}".encode()
@@ -321,6 +358,7 @@ class InMemoryChatIndex(ChatIndex):
 
     def __init__(self) -> None:
         self._rows: dict[tuple[str, str], dict[str, _Row]] = {}
+        self._late: dict[tuple[str, str, str], dict[str, LateResult]] = {}
         self._tokens: dict[tuple[str, str, str], int] = {}
 
     async def prepare(self) -> None:
@@ -438,8 +476,23 @@ class InMemoryChatIndex(ChatIndex):
 
     async def delete(self, app: str, user: str, chat_id: str) -> bool:
         chats = self._rows.get((app, user), {})
+        self._late.pop((app, user, chat_id), None)
         if chats.pop(chat_id, None) is None:
             return False
         if not chats:
             del self._rows[(app, user)]
         return True
+
+    async def keep_late_result(self, app: str, user: str, chat_id: str, late: LateResult) -> None:
+        stored = replace(late, response=json.loads(json.dumps(late.response)))  # a copy, as JSON
+        self._late.setdefault((app, user, chat_id), {}).setdefault(late.call_id, stored)
+
+    async def late_results(self, app: str, user: str, chat_id: str) -> list[LateResult]:
+        held = self._late.get((app, user, chat_id), {}).values()
+        return sorted(held, key=lambda late: late.created_at)
+
+    async def drop_late_result(self, app: str, user: str, chat_id: str, call_id: str) -> None:
+        held = self._late.get((app, user, chat_id), {})
+        held.pop(call_id, None)
+        if not held:
+            self._late.pop((app, user, chat_id), None)

@@ -29,6 +29,10 @@ single upsert that returns it, so two takers never get the same. Deleting a chat
 
 Listing reads the index ``(app_name, user_id, updated_at_us, chat_id)`` backwards from the
 cursor, never the messages.
+
+``adk_stream_late_results`` holds the results a run that had lost its chat could not store
+(docs/adr/0073), one row per call (``ON CONFLICT DO NOTHING``: the first is kept) until the
+chat's holder applies it; a turn reads it by the chat's key.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ from adk_stream_protocol.store.chat_index import (
     ChatRecord,
     ChatSummary,
     InMemoryChatIndex,
+    LateResult,
     StaleRecordError,
     Waiting,
     check_limit,
@@ -60,6 +65,7 @@ from adk_stream_protocol.store.chat_index import (
     now_us,
     title_of,
     title_text,
+    us_of,
     utc_time,
     waiting_of,
 )
@@ -73,6 +79,7 @@ logger = logging.getLogger(__name__)
 
 TABLE = "adk_stream_chats"
 MESSAGES_TABLE = "adk_stream_chat_messages"
+LATE_TABLE = "adk_stream_late_results"
 # The PostgreSQL advisory lock under which ``prepare`` creates the tables, so that processes
 # starting together create them one at a time (two concurrent CREATE TABLE IF NOT EXISTS can
 # still collide on pg_type). The first 8 bytes of sha256(b"adk-stream-protocol/chat-index-table")
@@ -120,6 +127,21 @@ CREATE TABLE IF NOT EXISTS {MESSAGES_TABLE} (
     message TEXT NOT NULL,
     PRIMARY KEY (app_name, user_id, chat_id, seq)
 )"""
+# ``response``: the tool's function response as JSON; ``author`` and ``invocation_id``: the
+# call's agent and invocation (ADR 0073).
+CREATE_LATE_TABLE = f"""
+CREATE TABLE IF NOT EXISTS {LATE_TABLE} (
+    app_name VARCHAR(128) NOT NULL,
+    user_id VARCHAR(128) NOT NULL,
+    chat_id VARCHAR(128) NOT NULL,
+    call_id TEXT NOT NULL,
+    tool_name TEXT NOT NULL,
+    response TEXT NOT NULL,
+    invocation_id TEXT NOT NULL,
+    author TEXT NOT NULL,
+    created_at_us BIGINT NOT NULL,
+    PRIMARY KEY (app_name, user_id, chat_id, call_id)
+)"""
 TOKENS_TABLE = "adk_stream_fencing_tokens"
 CREATE_TOKENS_TABLE = f"""
 CREATE TABLE IF NOT EXISTS {TOKENS_TABLE} (
@@ -137,6 +159,18 @@ ON CONFLICT (app_name, user_id, chat_id) DO UPDATE SET
         THEN {TOKENS_TABLE}.token + 1 ELSE :generation END
 RETURNING token"""
 _KEY = "app_name = :app AND user_id = :user AND chat_id = :chat"
+KEEP_LATE = f"""
+INSERT INTO {LATE_TABLE}
+    (app_name, user_id, chat_id, call_id, tool_name, response, invocation_id, author,
+     created_at_us)
+VALUES (:app, :user, :chat, :call, :tool, :response, :invocation, :author, :created)
+ON CONFLICT (app_name, user_id, chat_id, call_id) DO NOTHING"""
+LATE = (
+    f"SELECT call_id, tool_name, response, invocation_id, author, created_at_us "
+    f"FROM {LATE_TABLE} WHERE {_KEY} ORDER BY created_at_us, call_id"
+)
+DROP_LATE = f"DELETE FROM {LATE_TABLE} WHERE {_KEY} AND call_id = :call"
+DROP_CHAT_LATE = f"DELETE FROM {LATE_TABLE} WHERE {_KEY}"
 UPSERT = f"""
 INSERT INTO {TABLE}
     (app_name, user_id, chat_id, title, title_set, created_at_us, updated_at_us, waiting, messages)
@@ -243,7 +277,8 @@ class SqlChatIndex(ChatIndex):
 
     async def prepare(self) -> None:
         await self._database.create()
-        logger.info("chat index ready (tables %s, %s, %s)", TABLE, MESSAGES_TABLE, TOKENS_TABLE)
+        tables = (TABLE, MESSAGES_TABLE, TOKENS_TABLE, LATE_TABLE)
+        logger.info("chat index ready (tables %s)", ", ".join(tables))
 
     async def record_messages(
         self,
@@ -418,7 +453,40 @@ class SqlChatIndex(ChatIndex):
         async with self._database.transaction() as statements:
             deleted = await statements.write(DELETE, params) > 0
             await statements.write(DROP_MESSAGES, params)
+            await statements.write(DROP_CHAT_LATE, params)
         return deleted
+
+    async def keep_late_result(self, app: str, user: str, chat_id: str, late: LateResult) -> None:
+        params = {
+            "app": app,
+            "user": user,
+            "chat": chat_id,
+            "call": late.call_id,
+            "tool": late.tool_name,
+            "response": json.dumps(late.response, ensure_ascii=False, separators=(",", ":")),
+            "invocation": late.invocation_id,
+            "author": late.author,
+            "created": us_of(late.created_at),
+        }
+        await self._database.write(KEEP_LATE, params)
+
+    async def late_results(self, app: str, user: str, chat_id: str) -> list[LateResult]:
+        rows = await self._database.read(LATE, {"app": app, "user": user, "chat": chat_id})
+        return [
+            LateResult(
+                str(call_id),
+                str(tool),
+                json.loads(response),
+                str(invocation),
+                str(author),
+                utc_time(int(created)),
+            )
+            for call_id, tool, response, invocation, author, created in rows
+        ]
+
+    async def drop_late_result(self, app: str, user: str, chat_id: str, call_id: str) -> None:
+        params = {"app": app, "user": user, "chat": chat_id, "call": call_id}
+        await self._database.write(DROP_LATE, params)
 
     async def close(self) -> None:
         await self._database.close()
@@ -475,6 +543,7 @@ class PostgresDatabase:
             await connection.execute(text(CREATE_TABLE))
             await connection.execute(text(CREATE_INDEX))
             await connection.execute(text(CREATE_MESSAGES_TABLE))
+            await connection.execute(text(CREATE_LATE_TABLE))
             await connection.execute(text(CREATE_TOKENS_TABLE))
 
     @asynccontextmanager
@@ -547,6 +616,7 @@ class SqliteDatabase:
             await connection.execute(CREATE_TABLE)
             await connection.execute(CREATE_INDEX)
             await connection.execute(CREATE_MESSAGES_TABLE)
+            await connection.execute(CREATE_LATE_TABLE)
             await connection.execute(CREATE_TOKENS_TABLE)
 
     @asynccontextmanager

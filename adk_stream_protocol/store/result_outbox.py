@@ -15,10 +15,17 @@ at most ``retry_seconds``: it opens the session fresh and appends the same event
 invocation, content). Meanwhile the turn keeps the chat's lease (``settled``), so nobody else
 declares the call's outcome unknown; a retry of the request gets 503.
 
-A write is given up (one WARNING naming the chat and the call) when time runs out, when the
-chat was fenced after the event or its call was answered meanwhile (another holder took the
-chat), or when the store refuses the event for a reason that is no outage. The call is then
-left to the next holder, as outcome unknown.
+A write is given up (one WARNING naming the chat and the call) when time runs out, or when
+the store refuses the event for a reason that is no outage: the call is then left to the next
+holder, as outcome unknown. When another holder has the chat (it was fenced after the event,
+its call was answered meanwhile, or the lease lapsed while the result waited), the result is
+not lost but handed to that holder instead (``hand_off_to``, docs/adr/0073).
+
+The same hand-off takes a tool's result whose append the store refuses as stale: the run lost
+its chat (a paused or starved process that woke after another took it over and fenced it off,
+docs/adr/0034). The stale run still writes nothing to the session; the chat's holder applies
+the result under its own lease (``turns/late_results.py``). A hand-off the store cannot take
+either is logged (WARNING, chat and call) and lost.
 """
 
 from __future__ import annotations
@@ -27,17 +34,26 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from google.adk.errors import StaleSessionError
 from google.adk.events import Event
 from google.adk.sessions import BaseSessionService, Session
+from pydantic_core import to_jsonable_python
 
 from adk_stream_protocol.foundation.outages import SESSION_POOL, SESSION_STORE, Outages, outage_of
+from adk_stream_protocol.store.chat_index import ChatIndex, LateResult
 from adk_stream_protocol.store.history import carry_stamps
 from adk_stream_protocol.store.sessions import FENCE_KEY
 from adk_stream_protocol.store.wrapped_sessions import WrappedSessions
 
 logger = logging.getLogger(__name__)
+
+# Why a kept result is handed to the chat's holder rather than given up: another has the chat.
+_ANSWERED = "the call was answered meanwhile"
+_TAKEN = "another holder took the chat"
+_LAPSED = "the chat's lease lapsed"
+HANDED_OFF = frozenset({_ANSWERED, _TAKEN, _LAPSED})
 
 FIRST_DELAY_SECONDS = 0.2
 MAX_DELAY_SECONDS = 2.0
@@ -110,11 +126,36 @@ class ResultOutbox(WrappedSessions):
         self._retry_seconds = retry_seconds
         self._chats: dict[_Chat, _ChatOutbox] = {}
         self._writers: set[asyncio.Task[None]] = set()
+        self._late: ChatIndex | None = None
+
+    def hand_off_to(self, late: ChatIndex) -> None:
+        """Where results of runs that lost their chat go (the chat index, docs/adr/0073)."""
+        self._late = late
+
+    @property
+    def late(self) -> ChatIndex | None:
+        """Where the chats' late results wait for their holders, if anywhere."""
+        return self._late
 
     async def append_event(self, session: Session, event: Event) -> Event:
         carry_stamps(event)  # a live message's stamps, carried in its state delta
+        if not tool_result_ids(event):
+            return await self._append_event(session, event)
+        # A tool's result is stored, kept or handed off even when its run is stopped meanwhile
+        # (a lost lease stops it once its tool has ended): the tool did its work.
+        appending = asyncio.ensure_future(self._append_event(session, event))
+        appending.add_done_callback(_retrieved)
+        return await asyncio.shield(appending)
+
+    async def _append_event(self, session: Session, event: Event) -> Event:
         try:
             return await self.inner.append_event(session, event)
+        except StaleSessionError:
+            # The run lost its chat (fenced off): its tool results go to the holder.
+            if tool_result_ids(event):
+                chat = (session.user_id, session.id)
+                await self._hand_off(session.app_name, chat, event, "its write was refused")
+            raise
         except Exception as exc:
             call_ids = tool_result_ids(event)
             if not call_ids or outage_of(exc) is None:
@@ -190,7 +231,7 @@ class ResultOutbox(WrappedSessions):
             while outbox.kept:
                 kept = outbox.kept[0]
                 if outbox.abandoned:
-                    _give_up(kept, "the chat's lease lapsed")
+                    await self._give_up(kept, _LAPSED)
                 else:
                     await self._write_one(kept, outbox)
                 outbox.kept.pop(0)
@@ -203,7 +244,7 @@ class ResultOutbox(WrappedSessions):
         while True:
             await asyncio.sleep(min(delay, max(0.0, kept.deadline - time.monotonic())))
             if outbox.abandoned:
-                return _give_up(kept, "the chat's lease lapsed")
+                return await self._give_up(kept, _LAPSED)
             try:
                 reason = await self._append(kept)
             except StaleSessionError:
@@ -219,7 +260,7 @@ class ResultOutbox(WrappedSessions):
                 continue
             self._outages.up(SESSION_STORE, SESSION_POOL)
             if reason is not None:
-                return _give_up(kept, reason)
+                return await self._give_up(kept, reason)
             logger.info("kept result saved chat=%s call=%s", kept.chat[1], ",".join(kept.call_ids))
             return None
 
@@ -235,14 +276,76 @@ class ResultOutbox(WrappedSessions):
         if any(stored.id == kept.event.id for stored in session.events):
             return None  # the failed append was stored after all
         if answered & set(kept.call_ids):
-            return "the call was answered meanwhile"
+            return _ANSWERED
         if any(
             FENCE_KEY in (stored.custom_metadata or {}) and stored.timestamp > kept.event.timestamp
             for stored in session.events
         ):
-            return "another holder took the chat"
+            return _TAKEN
         await self.inner.append_event(session, kept.event.model_copy(deep=True))
         return None
+
+    async def _give_up(self, kept: _Kept, reason: str) -> None:
+        """A kept result not written: handed to the chat's holder when another has the chat,
+        else left as outcome unknown."""
+        if reason in HANDED_OFF:
+            await self._hand_off(kept.app_name, kept.chat, kept.event, reason)
+        else:
+            _give_up(kept, reason)
+
+    async def _hand_off(self, app_name: str, chat: _Chat, event: Event, why: str) -> None:
+        """The event's tool results, for the chat's holder to apply (docs/adr/0073). One
+        WARNING per result: handed off, or lost when the store cannot take it either."""
+        user_id, chat_id = chat
+        for late in late_results_of(event):
+            try:
+                if self._late is None:
+                    raise RuntimeError("no store for late results")
+                await self._late.keep_late_result(app_name, user_id, chat_id, late)
+            except Exception as exc:
+                logger.warning(
+                    "late result lost (%s; %s) chat=%s call=%s tool=%s: the call stays as "
+                    "the chat's holder recorded it",
+                    why,
+                    type(exc).__name__,
+                    chat_id,
+                    late.call_id,
+                    late.tool_name,
+                )
+                continue
+            logger.warning(
+                "late result handed to the chat's holder (%s: this run lost the chat) "
+                "chat=%s call=%s tool=%s",
+                why,
+                chat_id,
+                late.call_id,
+                late.tool_name,
+            )
+
+
+def late_results_of(event: Event) -> list[LateResult]:
+    """The event's real tool results as late results, in its author's name and invocation."""
+    ids = set(tool_result_ids(event))
+    parts = event.content.parts if event.content and event.content.parts else []
+    now = datetime.now(UTC)
+    return [
+        LateResult(
+            call_id=response.id,
+            tool_name=response.name or "",
+            response=to_jsonable_python(response.response or {}, fallback=str),
+            invocation_id=event.invocation_id,
+            author=event.author,
+            created_at=now,
+        )
+        for part in parts
+        if (response := part.function_response) is not None and response.id in ids and response.id
+    ]
+
+
+def _retrieved(task: asyncio.Future[Event]) -> None:
+    """A shielded append's failure, seen: its caller, stopped meanwhile, no longer waits."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _give_up(kept: _Kept, reason: str) -> None:

@@ -147,6 +147,11 @@ class ChatSessions:
         # The chats' histories this process read (docs/adr/0070); None: every read is whole.
         self.cache = session_cache(service)
 
+    @property
+    def outages(self) -> Outages:
+        """Which stores are down: where a read of the chat's stores meets an outage."""
+        return self._outages
+
     async def prepare(self) -> None:
         """Get the store ready before the first request: create a database's tables now, so
         that a broken store stops the start-up rather than the first request. On PostgreSQL

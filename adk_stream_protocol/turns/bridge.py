@@ -67,9 +67,11 @@ class Bridge:
             self.outages,
             retry_seconds=settings.result_retry_seconds,
         )
-        # Each chat's messages as its page held them, beside the sessions (docs/adr/0043), and
-        # its fencing tokens (docs/adr/0074).
+        # Each chat's messages as its page held them, beside the sessions (docs/adr/0043), its
+        # fencing tokens (docs/adr/0074), and the results of runs that lost it, waiting for its
+        # holder (docs/adr/0073).
         self.chats = create_chat_index(settings.session_store, self.outbox)
+        self.outbox.hand_off_to(self.chats)
         self.tools = ChatTools(
             ToolStartPlugin(self.outbox, self.chats, frozenset(settings.idempotent_tools)),
             coordination.pending,

@@ -32,6 +32,11 @@ missing record joins nothing: the request is the whole chat (a new chat, a store
 it). A record that ends with an assistant message with no parts (a response stopped before any
 of it reached the page, which never held that message) is taken as ending before it.
 
+A tool output the record learnt late (docs/adr/0073: a late result applied, so the call's
+part is output-available where the page still shows the server's *outcome unknown*) is kept:
+a page that sends its old copy of a message before its last gets the record's part in it
+(``keep_late_outputs``), so a stale copy never writes the unknown outcome back.
+
 The request may add at most ``max_added_bytes`` of JSON to the record: its sent messages
 that the record does not hold as sent (413).
 
@@ -51,6 +56,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from adk_stream_protocol.foundation.errors import RequestError
+from adk_stream_protocol.protocol.tool_calls import OUTCOME_UNKNOWN_RESULT
 from adk_stream_protocol.protocol.ui_messages import ChatRequest
 from adk_stream_protocol.store.chat_index import ChatOutline, message_digest, message_json
 
@@ -128,10 +134,61 @@ def join_outline(
             return None
         if at == len(ids) - 1 and message == last:
             continue
+        if at == len(ids) - 1 and last is not None and _settled_late(last, message):
+            return None  # the record's part is kept: the stored messages are read
         added += len(text.encode())
         if added > max_added_bytes:
             raise _too_much(max_added_bytes)
     return OutlineJoin(start, since)
+
+
+def keep_late_outputs(
+    held: Sequence[Mapping[str, Any]], sent: list[Any], start: int
+) -> list[Any] | None:
+    """The sent messages (the first at the record's ``start``) with the record's late-settled
+    tool parts kept in each one before the last that the record holds; None when none is."""
+    kept, changed = list(sent), False
+    for offset, message in enumerate(sent[:-1]):
+        at = start + offset
+        if at >= len(held) or not isinstance(message, dict):
+            continue
+        stored = held[at]
+        if stored.get("id") != message.get("id") or not _settled_late(stored, message):
+            continue
+        settled = {p.get("toolCallId"): p for p in _settled_parts(stored)}
+        kept[offset] = {
+            **message,
+            "parts": [
+                dict(settled[part["toolCallId"]]) if _unknown_part(part, settled) else part
+                for part in message.get("parts") or []
+            ],
+        }
+        changed = True
+    return kept if changed else None
+
+
+def _settled_late(stored: Mapping[str, Any], sent: Mapping[str, Any]) -> bool:
+    """Whether the page's copy of a message shows a call as outcome unknown that the record
+    holds with its output."""
+    settled = {p.get("toolCallId"): p for p in _settled_parts(stored)}
+    return bool(settled) and any(_unknown_part(p, settled) for p in sent.get("parts") or [])
+
+
+def _settled_parts(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [
+        part
+        for part in message.get("parts") or []
+        if isinstance(part, dict) and part.get("state") == "output-available"
+    ]
+
+
+def _unknown_part(part: Any, settled: Mapping[Any, Mapping[str, Any]]) -> bool:
+    return (
+        isinstance(part, dict)
+        and part.get("toolCallId") in settled
+        and part.get("state") == "output-error"
+        and part.get("errorText") == OUTCOME_UNKNOWN_RESULT["error"]
+    )
 
 
 def _unseen_answer(message: Mapping[str, Any]) -> bool:

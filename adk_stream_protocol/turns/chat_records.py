@@ -23,7 +23,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from adk_stream_protocol.coordination.base import ChatKey, WaitingCall
+from adk_stream_protocol.coordination.base import ChatKey, ChatLease, WaitingCall
 from adk_stream_protocol.observability.recording import Recorder
 from adk_stream_protocol.protocol.chunks import AiSdkVersion, BaseChunk, StartChunk, Transport
 from adk_stream_protocol.protocol.credentials import messages_without_secrets
@@ -32,7 +32,7 @@ from adk_stream_protocol.protocol.message_fold import Message, MessageFold
 from adk_stream_protocol.protocol.tool_calls import APPROVAL_CANCELLED_RESULT, DISCONNECTED_RESULT
 from adk_stream_protocol.protocol.ui_messages import ChatRequest
 from adk_stream_protocol.store.chat_index import ChatIndex
-from adk_stream_protocol.turns.chat_joins import join_chat, join_outline
+from adk_stream_protocol.turns.chat_joins import join_chat, join_outline, keep_late_outputs
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +72,10 @@ class MessageRecord:
         self._rebuilds = rebuilds
         self._failed = False
         self._held = held
+
+    @property
+    def chat(self) -> ChatKey:
+        return self._chat
 
     def rebuilt(self, start: Sequence[BaseChunk]) -> list[BaseChunk]:
         """Before ``start`` is delivered: when the response continues the message the client
@@ -138,9 +142,15 @@ class MessageRecord:
 class ResponseRecords:
     """A response's records: its recording (when on) and the chat's messages."""
 
-    def __init__(self, recording: DeliveryRecord | None, messages: MessageRecord | None) -> None:
+    def __init__(
+        self,
+        recording: DeliveryRecord | None,
+        messages: MessageRecord | None,
+        lease: ChatLease | None = None,
+    ) -> None:
         self._recording = recording
         self._messages = messages
+        self._lease = lease  # the messages are stored at the end only while it is held
 
     def rebuilt(self, start: Sequence[BaseChunk]) -> list[BaseChunk]:
         """What a resumer reads after ``start``: the continued message rebuilt (ADR 0045)."""
@@ -153,9 +163,16 @@ class ResponseRecords:
             self._messages.delivered(chunks)
 
     async def settle(self) -> None:
-        """Before the response's ``[DONE]``: the messages stored."""
-        if self._messages is not None:
-            await self._messages.save()
+        """Before the response's ``[DONE]``: the messages stored, unless the response lost its
+        chat: another holder may have it and its record (a late result applied there,
+        docs/adr/0073), which a run that lost it does not write over."""
+        if self._messages is None:
+            return
+        if self._lease is not None and not self._lease.held():
+            chat_id = self._messages.chat[1]
+            logger.info("chat messages not stored: the response lost its chat chat=%s", chat_id)
+            return
+        await self._messages.save()
 
     def ended(self) -> None:
         if self._recording is not None:
@@ -192,7 +209,9 @@ class ChatRecords:
         held = stored.messages if stored is not None else None
         earlier = join_chat(held, request, max_added_bytes=max_added_bytes)
         in_rows = outline is None or outline.in_rows
-        return request.completed(earlier, since=len(earlier) if in_rows else 0)
+        # A tool output the record learnt late is not undone by the page's old copy (ADR 0073).
+        kept = keep_late_outputs(held or [], request.chat_messages, len(earlier))
+        return request.completed(earlier, since=len(earlier) if in_rows else 0, sent=kept)
 
     async def open(
         self,
@@ -201,11 +220,13 @@ class ChatRecords:
         request: ChatRequest | None,
         *,
         ai_sdk: AiSdkVersion | None = None,
+        lease: ChatLease | None = None,
     ) -> ResponseRecords:
         """The records of a response that begins now, under the chat's lease (``ai_sdk``: the
         client's version, when the transport knows it better than the request). The messages
         the client held are stored at once; the chat is created only by a new user message,
-        so a chat deleted meanwhile stays deleted."""
+        so a chat deleted meanwhile stays deleted. ``lease``: the response's end stores them
+        again only while it is held."""
         chats, app = self.index, self._app
         version: AiSdkVersion = ai_sdk or (request.ai_sdk if request is not None else 6)
         recording = self._recorder.open(transport, request, ai_sdk=version) if request else None
@@ -234,7 +255,7 @@ class ChatRecords:
         # /live?chatId= resumes onto the message its page holds: its log stays as it was.
         rebuilds = transport != "live"
         record = MessageRecord(chats, app, chat, fold, rebuilds=rebuilds, held=messages[:since])
-        return ResponseRecords(recording, record)
+        return ResponseRecords(recording, record, lease)
 
     async def _stored(self, chat: ChatKey) -> tuple[list[Message], int]:
         """The record's messages for a response with no request (its last continued), and how

@@ -33,6 +33,7 @@ from adk_stream_protocol.store.history import (
     current_turn,
     live_events,
 )
+from adk_stream_protocol.turns.late_results import settle_late_results
 from adk_stream_protocol.turns.openings import Client
 from adk_stream_protocol.turns.planning import TurnPlan
 from adk_stream_protocol.turns.request_turns import PlannedTurn, RequestTurn, take_chat
@@ -184,6 +185,11 @@ async def _plan(
     if lease.unclean:  # the former holder lapsed: its writes are refused from now on
         session = await sessions.fence(*chat, lease.generation)
     else:
+        session = await sessions.service.get_session(
+            app_name=sessions.app_name, user_id=chat[0], session_id=chat[1]
+        )
+    # Results of a run that lost the chat, before the call is looked for (ADR 0073).
+    if session is not None and await settle_late_results(runners, chat):
         session = await sessions.service.get_session(
             app_name=sessions.app_name, user_id=chat[0], session_id=chat[1]
         )

@@ -37,6 +37,7 @@ from adk_stream_protocol.store.history import (
 )
 from adk_stream_protocol.turns.background_tasks import BackgroundTasks
 from adk_stream_protocol.turns.chat_tools import ChatTools
+from adk_stream_protocol.turns.late_results import settle_late_results
 from adk_stream_protocol.turns.recovery import finish_cut_run, stored_recovery
 from adk_stream_protocol.turns.response import ChatParts
 from adk_stream_protocol.turns.runners import Runners
@@ -220,6 +221,8 @@ class LiveRun:
         """A turn whose run was cut short (a crash) is finished before the model connects,
         unseen: the model then gets the whole history (docs/adr/0032)."""
         chat = self._chat
+        # Results of a run that lost the chat first: they may finish the turn (ADR 0073).
+        await settle_late_results(self._runners, chat)
         recovery = await stored_recovery(self._runners, chat)
         if recovery is None:
             return

@@ -101,7 +101,9 @@ class ResponseOpener:
         chat's stored ones go on)."""
         stop = await self._coordination.stops.subscribe(chat)
         try:
-            records = await self.records.open(client.transport, chat, request, ai_sdk=client.ai_sdk)
+            records = await self.records.open(
+                client.transport, chat, request, ai_sdk=client.ai_sdk, lease=lease
+            )
         except BaseException:
             await stop.close()
             raise

@@ -8,10 +8,11 @@ approvals and browser results the request answers (``answers.py``). It is a pure
 the request and the stored events, so it is tested without running anything.
 
 ``plan_request`` is that step for a request turn (``POST /stream``, an ai 7 socket's ``send``),
-under the chat's lease: the stored session read (or fenced after an unclean takeover), the plan
-made, and what must be in the session before the run starts: a rewind, the results the plan
-stores in the paused invocation, and the page's changes to the shared state when no run
-carries them (docs/adr/0044).
+under the chat's lease: the stored session read (or fenced after an unclean takeover), the late
+results of a run that lost the chat applied (docs/adr/0073), the plan made, and what must be
+in the session before the run starts: a rewind, the results the plan stores in the paused
+invocation, and the page's changes to the shared state when no run carries them
+(docs/adr/0044).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from adk_stream_protocol.turns.answers import (
     collect_answers,
     take_steering,
 )
+from adk_stream_protocol.turns.late_results import late_events, settle_late_results
 from adk_stream_protocol.turns.recovery import Recovery, recovery_of
 from adk_stream_protocol.turns.runners import Runners
 
@@ -96,6 +98,9 @@ class TurnPlan:
     # answers nothing new (a retry), else before the new message runs.
     recovery: Recovery | None = None
     state_delta: dict[str, Any] | None = None  # the page's shared state, on the user's event
+    # Calls whose late result the plan's step applied (docs/adr/0073): the chat's record
+    # changed under the request's join.
+    settled_late: list[str] = field(default_factory=list)
 
 
 def plan_turn(
@@ -263,11 +268,21 @@ async def plan_request(
         session = await sessions.fence(user_id, request.id, lease.generation)
     else:
         session = await sessions.open(user_id, request.id)
+    # Results of a run that lost the chat, before the plan reads how its turn ended.
+    settled_late = await settle_late_results(runners, (user_id, request.id))
+    if settled_late:
+        session = await sessions.open(user_id, request.id)
     plan = plan_turn(
         request,
         session.events,
         defer_intermediate=defer_intermediate,
     )
+    plan.settled_late = settled_late
+    if settled_late and plan.continuation:
+        # The message the response continues shows the output of its calls settled late.
+        held = {part.tool_call_id for part in request.last_message.tool_parts()}
+        if shown := late_events(session.events, held.intersection(settled_late)):
+            plan.replay.append(shown)
     shared_state = runners.shared_state(session.state)
     if plan.rewind_before_event_id:  # ADK's, with the keys it left None removed
         await runners.rewind(session, plan.rewind_before_event_id)

@@ -98,17 +98,7 @@ async def _begin(
     responses = services.responses
     try:
         async with responses.opening(chat, lease) as log:
-            # A chat sent in part is completed from its record (docs/adr/0069).
-            request = await responses.records.complete(
-                chat, request, max_added_bytes=services.settings.max_added_bytes
-            )
-            plan, shared_state = await plan_request(
-                services.runners,
-                chat[0],
-                request,
-                lease,
-                defer_intermediate=not services.settings.stream_intermediate_results,
-            )
+            request, plan, shared_state = await plan_joined(services, chat, request, lease)
             opened = await responses.open(client, chat, lease, log, request)
     except BaseException:
         await lease.release()
@@ -123,6 +113,26 @@ async def _begin(
     )
     turn.begin()
     return turn
+
+
+async def plan_joined(
+    services: TurnServices, chat: ChatKey, request: ChatRequest, lease: ChatLease
+) -> tuple[ChatRequest, TurnPlan, SharedState | None]:
+    """The request completed from the chat's record (docs/adr/0069) and planned, under the
+    chat's lease; joined again when the plan applied late results, which change the record
+    under the join (docs/adr/0073)."""
+    records, limit = services.responses.records, services.settings.max_added_bytes
+    completed = await records.complete(chat, request, max_added_bytes=limit)
+    plan, shared_state = await plan_request(
+        services.runners,
+        chat[0],
+        completed,
+        lease,
+        defer_intermediate=not services.settings.stream_intermediate_results,
+    )
+    if plan.settled_late:
+        completed = await records.complete(chat, request, max_added_bytes=limit)
+    return completed, plan, shared_state
 
 
 async def take_chat(services: TurnServices, chat: ChatKey) -> ChatLease:
@@ -243,13 +253,7 @@ class RequestTurn:
     async def end_for_restart(self) -> None:
         """The grace is over: once no tool of the run is running (an abort would cancel it),
         stop the run; its response ends with the restart's ``error``."""
-        tools = self._tools.running
-        try:
-            async with asyncio.timeout(TOOL_WAIT_SECONDS):
-                while tools.running(self._chat):  # checked again: no await before the stop
-                    await tools.idle(self._chat)
-        except TimeoutError:
-            logger.warning("restart: a tool still runs chat=%s; ending its run", self._chat[1])
+        await self._until_tools_end("restart")
         logger.info("restart: ending the response user=%s chat=%s", *self._chat)
         self._restarting = not self._events_done
         self._stop.stopped.set()
@@ -261,7 +265,21 @@ class RequestTurn:
     async def _abort_when_lease_lost(self) -> None:
         await self._lease.lost.wait()
         logger.warning("chat lease lapsed under its run user=%s chat=%s: aborting", *self._chat)
+        # A tool already running finishes first: cut, its work would be half done and its
+        # result lost; finished, its result goes to the chat's holder (docs/adr/0073).
+        await self._until_tools_end("lease lapsed")
         self._stop.stopped.set()
+
+    async def _until_tools_end(self, why: str) -> None:
+        """Until no tool of the run is running (an abort would cancel it), at most
+        ``TOOL_WAIT_SECONDS``."""
+        tools = self._tools.running
+        try:
+            async with asyncio.timeout(TOOL_WAIT_SECONDS):
+                while tools.running(self._chat):  # checked again: no await before the stop
+                    await tools.idle(self._chat)
+        except TimeoutError:
+            logger.warning("%s: a tool still runs chat=%s; ending its run", why, self._chat[1])
 
     async def _run(self) -> None:
         plan = self._plan

@@ -26,6 +26,7 @@ from adk_stream_protocol.store.history import (
     held_responses,
     live_events,
 )
+from adk_stream_protocol.turns.late_results import settle_late_results
 from adk_stream_protocol.turns.openings import Client
 from adk_stream_protocol.turns.planning import TurnPlan
 from adk_stream_protocol.turns.recovery import recovery_of
@@ -48,6 +49,8 @@ async def begin_resumed_turn(
     try:
         if lease.unclean:  # the former holder lapsed: its writes are refused from now on
             await services.runners.sessions.fence(*chat, lease.generation)
+        # Results of a run that lost the chat, before the cut turn is read (ADR 0073).
+        await settle_late_results(services.runners, chat)
         plan = await _plan(services, chat)
         if plan is None:
             await lease.release()

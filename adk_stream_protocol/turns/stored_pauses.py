@@ -30,8 +30,13 @@ from adk_stream_protocol.protocol.ui_messages import ChatRequest
 from adk_stream_protocol.store.history import current_turn, live_events
 from adk_stream_protocol.turns.live_runs import LiveRun
 from adk_stream_protocol.turns.openings import Client
-from adk_stream_protocol.turns.planning import plan_request, plan_turn
-from adk_stream_protocol.turns.request_turns import PlannedTurn, RequestTurn, approval_decisions
+from adk_stream_protocol.turns.planning import plan_turn
+from adk_stream_protocol.turns.request_turns import (
+    PlannedTurn,
+    RequestTurn,
+    approval_decisions,
+    plan_joined,
+)
 from adk_stream_protocol.turns.response import ChunkSink
 from adk_stream_protocol.turns.turn_services import TurnServices
 
@@ -104,16 +109,7 @@ class StoredPause:
         history, unless the chat waits again."""
         services, lease = self._services, _LentLease(self._lease)
         async with services.responses.opening(self._chat, lease) as log:
-            request = await services.responses.records.complete(
-                self._chat, request, max_added_bytes=services.settings.max_added_bytes
-            )
-            plan, shared_state = await plan_request(
-                services.runners,
-                self._chat[0],
-                request,
-                lease,
-                defer_intermediate=not services.settings.stream_intermediate_results,
-            )
+            request, plan, shared_state = await plan_joined(services, self._chat, request, lease)
             # A live run started meanwhile (by audio) holds the session as it was: it starts
             # again.
             await run.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -394,3 +395,33 @@ async def test_a_start_that_only_adds_messages_leaves_the_chats_row_and_its_plac
     assert await index.record_start(app, USER, "chat-4", new)
     record = await index.get_chat(app, USER, "chat-4")
     assert record is not None and record.summary.title == "brand new"
+
+
+@pytest.mark.asyncio
+async def test_late_results_wait_per_chat_oldest_first_until_dropped(
+    index: ChatIndex, app: str
+) -> None:
+    """The hand-off of docs/adr/0073: one per call (the first kept), the chat's own, gone
+    with the chat."""
+    start = chat_index.utc_time(1_800_000_000_000_000)
+
+    def late(call_id: str, seconds: int, response: dict[str, Any]) -> chat_index.LateResult:
+        at = start + timedelta(seconds=seconds)
+        return chat_index.LateResult(call_id, "pay", response, "inv-1", "payer", at)
+
+    await index.keep_late_result(app, USER, "chat-1", late("c2", 2, {"paid": 2, "to": "Ann"}))
+    await index.keep_late_result(app, USER, "chat-1", late("c1", 1, {"paid": 1, "é": [1, None]}))
+    await index.keep_late_result(app, USER, "chat-1", late("c1", 3, {"paid": 99}))  # again
+    await index.keep_late_result(app, USER, "chat-2", late("c3", 1, {}))
+    held = await index.late_results(app, USER, "chat-1")
+    assert [(h.call_id, h.response) for h in held] == [
+        ("c1", {"paid": 1, "é": [1, None]}),
+        ("c2", {"paid": 2, "to": "Ann"}),
+    ]
+    assert held[0] == late("c1", 1, {"paid": 1, "é": [1, None]})
+    await index.drop_late_result(app, USER, "chat-1", "c1")
+    assert [h.call_id for h in await index.late_results(app, USER, "chat-1")] == ["c2"]
+    assert await index.late_results(app, "user-2", "chat-1") == []
+    await index.record_messages(app, USER, "chat-2", [user("hello")])
+    assert await index.delete(app, USER, "chat-2")
+    assert await index.late_results(app, USER, "chat-2") == []

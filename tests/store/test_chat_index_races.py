@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from adk_stream_protocol.store.chat_index import ChatIndex
 from adk_stream_protocol.store.chat_tables import (
     CREATE_TABLE,
+    LATE_TABLE,
     MESSAGES_TABLE,
     TABLE,
     TABLE_LOCK_KEY,
@@ -196,7 +197,7 @@ async def test_processes_starting_together_on_a_fresh_database_all_prepare(
     watcher = engine_at(url)
     try:
         await asyncio.gather(*(SqlChatIndex(PostgresDatabase(e)).prepare() for e in engines))
-        assert await tables(watcher) == sorted([TABLE, MESSAGES_TABLE, TOKENS_TABLE])
+        assert await tables(watcher) == sorted([TABLE, MESSAGES_TABLE, TOKENS_TABLE, LATE_TABLE])
         indexes = await scalar(
             watcher, "SELECT count(*) FROM pg_indexes WHERE tablename = :t", t=TABLE
         )
@@ -248,7 +249,7 @@ async def test_prepare_waits_for_another_process_holding_the_lock(
             preparing = asyncio.ensure_future(SqlChatIndex(PostgresDatabase(engine)).prepare())
             await wait_for_waiters(watcher, 1, "advisory", preparing)
         await preparing  # found the table made, and added its index
-        assert await tables(watcher) == sorted([TABLE, MESSAGES_TABLE, TOKENS_TABLE])
+        assert await tables(watcher) == sorted([TABLE, MESSAGES_TABLE, TOKENS_TABLE, LATE_TABLE])
     finally:
         for each in (holder, watcher, engine):
             await each.dispose()

@@ -12,6 +12,13 @@ where the process kills itself (SIGKILL, as a crash or an OOM kill does: no clea
 start; the process then stops itself (SIGSTOP) at that point, as a stalled machine or a long
 GC pause would stop it, until the test lets it go on (SIGCONT).
 
+``AGENT_STALL_READY`` does the same in the agent's own ``before_tool_callback``, which ADK runs
+after the plugins': after the server checked the chat's lease and recorded the tool's start,
+so a process that wakes from it runs the tool although it lost the chat (docs/adr/0073).
+
+``MODEL_LOG`` names a file each model call appends a line to: the results of ``pay`` calls the
+model's request carries (JSON), so a test sees what the model learnt.
+
 ``RESULT_READY`` names a file the tool writes after its work, then waits ``RESULT_WAIT``
 seconds (default 1) before it returns: the test stops the session store meanwhile, so the
 tool's result cannot be stored (tests/faults/test_kept_results.py).
@@ -29,6 +36,7 @@ set, is a file it appends the call's id and its fencing token (``lease_generatio
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 from pathlib import Path
@@ -77,6 +85,30 @@ def record_payment(ledger: str, call_id: str) -> None:
         os.close(fd)
 
 
+async def stall_in_agent(
+    tool: BaseTool, args: dict[str, Any], tool_context: ToolContext
+) -> dict[str, Any] | None:
+    """The agent's own callback: stops the process after the server's start mark."""
+    if tool_context.tool_confirmation is not None and (
+        ready := os.environ.get("AGENT_STALL_READY")
+    ):
+        await asyncio.to_thread(Path(ready).write_text, "stalling", encoding="utf-8")
+        os.kill(os.getpid(), signal.SIGSTOP)
+    return None
+
+
+def log_model_request(path: str, llm_request: LlmRequest) -> None:
+    """One line: the ``pay`` results the model's request carries."""
+    results = [
+        part.function_response.response
+        for content in llm_request.contents
+        for part in content.parts or []
+        if part.function_response is not None and part.function_response.name == "pay"
+    ]
+    with Path(path).open("a", encoding="utf-8") as log:
+        log.write(json.dumps(results) + "\n")
+
+
 class CrashPlugin(BasePlugin):
     def __init__(self) -> None:
         super().__init__(name="test_crashes")
@@ -97,6 +129,8 @@ class CrashPlugin(BasePlugin):
     async def before_model_callback(
         self, *, callback_context: CallbackContext, llm_request: LlmRequest
     ) -> None:
+        if model_log := os.environ.get("MODEL_LOG"):
+            await asyncio.to_thread(log_model_request, model_log, llm_request)
         last = llm_request.contents[-1] if llm_request.contents else None
         if last and any(
             p.function_response and p.function_response.name == "pay" for p in last.parts or []
@@ -120,5 +154,6 @@ agent = LlmAgent(
             require_confirmation=True,
         )
     ],
+    before_tool_callback=stall_in_agent,
 )
 app = App(name="crashes", root_agent=agent, plugins=[CrashPlugin()])
