@@ -74,6 +74,8 @@ XDIST_GROUPS = {
     # Module-scoped servers or builds, made once rather than on each worker.
     "tests/test_package.py": "package",
     "tests/test_scale_out.py": "scale-out",
+    # Each scenario (kills, stalls, a Redis restart) runs once for the checks made on it.
+    "tests/test_exactly_once.py": "exactly-once",
 }
 
 
