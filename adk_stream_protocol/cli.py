@@ -6,7 +6,7 @@ folder of agents in ADK's layout, each under ``/apps/<name>/``.
 
 ``adk-stream-protocol replay DIR [--speed S] [--host H] [--port P]`` serves the responses
 recorded in DIR (``ADK_STREAM_RECORD_DIR``) as a stand-in ``/stream`` and ``/live``, with no
-agent (docs/adr/0026-recording-and-replay.md).
+agent.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def server_from_environment() -> ASGIApp:
 
 def graceful_shutdown_seconds(settings: Settings) -> int:
     """uvicorn's ``timeout_graceful_shutdown``: above the drain's longest run, the grace
-    plus a started tool's wait and the runs' last writes (docs/adr/0033)."""
+    plus a started tool's wait and the runs' last writes."""
     return math.ceil(settings.shutdown_grace_seconds + TOOL_WAIT_SECONDS + END_WAIT_SECONDS)
 
 
@@ -70,7 +70,7 @@ def _parser() -> argparse.ArgumentParser:
         description=(
             "Run the server: POST /stream, WS /live and the playground page at /. With no "
             "argument it serves the demo agent (or ADK_STREAM_AGENT). Settings come from "
-            "ADK_STREAM_* environment variables (README: Settings)."
+            "ADK_STREAM_* environment variables (docs/operating/settings.md)."
         ),
     )
     serve.add_argument(
@@ -93,7 +93,7 @@ def _parser() -> argparse.ArgumentParser:
         description=(
             "Serve the responses recorded in DIR (with ADK_STREAM_RECORD_DIR=DIR) as a "
             "stand-in POST /stream and WS /live, and the playground page at /. A request is "
-            "answered by a recording of the same message (README: Recording and replay)."
+            "answered by a recording of the same message (docs/frontend/recording.md)."
         ),
     )
     replay.add_argument("record_dir", metavar="DIR", type=Path, help="the recordings' folder")

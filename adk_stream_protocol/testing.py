@@ -12,7 +12,7 @@ and as the assistant message the page would show::
         answer = chat.send("What's the weather in Tokyo?")
         assert answer.text == "It is sunny in Tokyo."
 
-The README's "Testing your agent" shows whole tests (tests/test_readme_example.py runs them).
+docs/agent/testing.md shows whole tests (tests/test_readme_example.py runs them).
 Install with the ``testing`` extra: Starlette's ``TestClient`` needs ``httpx2`` (with only
 ``httpx`` it warns that this is deprecated).
 """

@@ -168,7 +168,7 @@ class AgentClient:
         the socket that asked: approve with ``live=True`` as the message was sent.
 
         ``payload`` answers the one call awaiting approval with a payload the user edited
-        (a ``data-approval-response`` part, docs/adr/0041)."""
+        (a ``data-approval-response`` part)."""
         state = self._chats[chat]
         if not state.messages or state.messages[-1]["role"] != "assistant":
             raise ValueError("the chat's last message is not an answer awaiting approval")

@@ -132,3 +132,30 @@ ensure_chromium() {
       "'scripts/test -m \"not browser\"' runs the others." >&2
   fi
 }
+
+# ensure_mermaid: Mermaid's minified build (npm's `mermaid`, MIT) in docs/assets/mermaid/
+# (gitignored), which the docs site loads instead of material's CDN copy, so diagrams render
+# offline. Fetched with `npm pack` at the version pinned here, checked against the registry's
+# integrity hash of that version, and only the one file (and its licence) kept: none of the
+# package's dependencies is needed in a browser. Fetched again when the version changes.
+MERMAID_VERSION=11.17.2
+MERMAID_INTEGRITY=sha512-V6K3C8EBdEsPFZXSKMJe6ppQOENxuHARr9GvHX4hh47lAbhMRD9qf4oEK7LoaRQxULMa80/qt5gHO73aCleBBg==
+ensure_mermaid() {
+  local dir="$ROOT/docs/assets/mermaid"
+  [ "$(cat "$dir/.version" 2>/dev/null)" = "$MERMAID_VERSION" ] && [ -f "$dir/mermaid.min.js" ] && return
+  command -v npm >/dev/null || { echo "Node.js 20 with npm is needed" >&2; exit 1; }
+  echo "Fetching mermaid $MERMAID_VERSION for the docs site (npm pack)..." >&2
+  local work; work="$(mktemp -d)"
+  (cd "$work" && npm pack --silent "mermaid@$MERMAID_VERSION" >/dev/null)
+  local tarball="$work/mermaid-$MERMAID_VERSION.tgz"
+  local got
+  got="$(python3 -c 'import base64, hashlib, sys
+print("sha512-" + base64.b64encode(hashlib.sha512(open(sys.argv[1], "rb").read()).digest()).decode())' "$tarball")"
+  [ "$got" = "$MERMAID_INTEGRITY" ] \
+    || { rm -rf "$work"; echo "mermaid-$MERMAID_VERSION.tgz: integrity $got, not $MERMAID_INTEGRITY" >&2; exit 1; }
+  tar -xzf "$tarball" -C "$work" package/dist/mermaid.min.js package/LICENSE
+  mkdir -p "$dir"
+  mv "$work/package/dist/mermaid.min.js" "$work/package/LICENSE" "$dir/"
+  echo "$MERMAID_VERSION" > "$dir/.version"
+  rm -rf "$work"
+}

@@ -168,7 +168,7 @@ def test_the_installed_command_serves_the_demo(installed: Path, tmp_path: Path) 
     with command(installed, ["serve"], tmp_path) as server:
         assert_serves_the_page(server, "/")
         assert_answers(server, "/stream", "Tokyo", None)
-    # The chats are where the README says: in the working folder, one file for the app.
+    # The chats are where docs/getting-started.md says: in the working folder, one file for the app.
     assert (tmp_path / ".adk-stream" / "adk_stream_protocol.db").is_file()
     assert not (Path(str(installed)).parent / ".adk-stream").exists()
 

@@ -1,5 +1,7 @@
-"""The README's Python examples, run as they are written there, so the README cannot drift
-from the package. Each is a fenced block right after `<!-- readme-python: NAME -->`:
+"""The Python and TypeScript examples of README.md and of the docs site's pages (docs/, but for
+the design records: tests/support/doc_pages.py), run as they are written there, so that no page
+can drift from the package. A block may be on any page, and the same block (name and body) on
+two. Each Python example is a fenced block right after `<!-- readme-python: NAME -->`:
 
 - `testing`, `testing-live`, `testing-fixture`, `testing-branch`, `testing-transfer`
   ("Testing your agent"): one test file, as a
@@ -12,13 +14,14 @@ from the package. Each is a fenced block right after `<!-- readme-python: NAME -
 - `idempotency` ("Approvals and browser tools"): the tool, served, hands its backend the call's
   id that the page sees and the chat's fencing token, and is declared idempotent.
 
-Any other Python block of the README is named in `NOT_RUN`, with why no test runs it.
+Any other Python block of the pages is named in `NOT_RUN`, with why no test runs it.
 
 A TypeScript block right after `<!-- readme-tsx: NAME -->` is type-checked as the page's own
 code, with the playground's TypeScript and settings, once on ai 7 (`@ai-sdk/react` 4) and once
 on ai 6 (`@ai-sdk/react` 3), as the playground's two builds: `chat-recipe` ("Chats"), with
 `TSX_NAMES` for what it takes from the rest of the page, and `last-message-recipe` ("Sending
-only the last message"); `last-message-socket` (ai 7's own socket transport) on ai 7 only.
+only the last message"); `last-message-socket` (ai 7's own socket transport) on ai 7 only. Any
+other TypeScript block (`tsx`, `ts`) of the pages is named in `NOT_RUN_TS`, with why not.
 """
 
 from __future__ import annotations
@@ -37,9 +40,9 @@ from fastapi import FastAPI
 from google.adk.agents import LlmAgent
 
 from adk_stream_protocol.testing import ScriptedLlm, call, serve_agent
+from tests.support.doc_pages import doc_pages, marked_blocks, page_name
 from tests.support.rig import ROOT
 
-README = ROOT / "README.md"
 PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```$", re.DOTALL | re.MULTILINE)
 MARKED_BLOCK = re.compile(
     r"^<!-- readme-python: (?P<name>[a-z0-9-]+) -->\n```python\n(?P<body>.*?)^```$",
@@ -69,35 +72,55 @@ README_TESTS = {
 
 
 def readme_blocks() -> dict[str, str]:
-    text = README.read_text(encoding="utf-8")
-    found: dict[str, str] = {}
-    for match in MARKED_BLOCK.finditer(text):
-        assert match["name"] not in found, f"two README blocks named {match['name']}"
-        found[match["name"]] = match["body"]
-    return found
+    return marked_blocks(MARKED_BLOCK, "readme-python")
+
+
+def unmarked_first_lines(block: re.Pattern[str], marked: set[str]) -> set[str]:
+    """The first line of each block `block` finds on the pages that is not a marked one."""
+    return {
+        body.strip().split("\n", 1)[0]
+        for path in doc_pages()
+        for body in block.findall(path.read_text(encoding="utf-8"))
+        if body not in marked
+    }
 
 
 def run_block(name: str, **names: object) -> types.ModuleType:
     """Run a block as a module; ``names`` are what the block takes from the user's code."""
     module = types.ModuleType(f"readme_{name.replace('-', '_')}")
     module.__dict__.update(names)
-    exec(compile(readme_blocks()[name], f"{README}:{name}", "exec"), module.__dict__)
+    exec(compile(readme_blocks()[name], f"readme-python:{name}", "exec"), module.__dict__)
     return module
 
 
-def test_every_python_block_of_the_readme_is_run_or_says_why_not() -> None:
+def test_every_python_block_of_the_pages_is_run_or_says_why_not() -> None:
     blocks = readme_blocks()
-    assert set(blocks) == EXAMPLE_NAMES, "README.md: missing or unknown `readme-python` blocks"
-    marked = set(blocks.values())
-    unmarked = [
-        body.strip().split("\n", 1)[0]
-        for body in PYTHON_BLOCK.findall(README.read_text(encoding="utf-8"))
-        if body not in marked
-    ]
-    assert sorted(unmarked) == sorted(NOT_RUN), (
-        "a Python block of README.md is neither run (`<!-- readme-python: NAME -->` before it) "
-        "nor in NOT_RUN"
+    assert set(blocks) == EXAMPLE_NAMES, "the pages: missing or unknown `readme-python` blocks"
+    unmarked = unmarked_first_lines(PYTHON_BLOCK, set(blocks.values()))
+    assert unmarked == NOT_RUN, (
+        "a Python block of the pages is neither run (`<!-- readme-python: NAME -->` before it) "
+        "nor in NOT_RUN (or NOT_RUN names a block no page has)"
     )
+
+
+def test_every_typescript_block_of_the_pages_is_checked_or_says_why_not() -> None:
+    blocks = marked_blocks(TSX_BLOCK, "readme-tsx")
+    assert set(blocks) == set(TSX_BLOCKS), "the pages: missing or unknown `readme-tsx` blocks"
+    unmarked = unmarked_first_lines(TS_BLOCK, set(blocks.values()))
+    assert unmarked == NOT_RUN_TS, (
+        "a TypeScript block of the pages is neither type-checked (`<!-- readme-tsx: NAME -->` "
+        "before it) nor in NOT_RUN_TS (or NOT_RUN_TS names a block no page has)"
+    )
+
+
+def test_the_pages_are_readme_and_the_sites_own() -> None:
+    # What the tests above read: a page moved out of docs/, or docs/ gone, must not leave its
+    # examples unread.
+    names = [page_name(path) for path in doc_pages()]
+    assert names[0] == "README.md"
+    for page in ("docs/agent/testing.md", "docs/frontend/chats.md", "docs/wire/chunks.md"):
+        assert page in names, names
+    assert not [name for name in names if name.startswith("docs/adr/")]
 
 
 @pytest.mark.out_of_process  # pytest, as a user runs it
@@ -211,6 +234,31 @@ TSX_BLOCK = re.compile(
     r"^<!-- readme-tsx: (?P<name>[a-z0-9-]+) -->\n```tsx\n(?P<body>.*?)^```$",
     re.DOTALL | re.MULTILINE,
 )
+TS_BLOCK = re.compile(r"^```(?:tsx|ts|typescript)\n(.*?)^```$", re.DOTALL | re.MULTILINE)
+# TypeScript blocks no test type-checks, by their first line: each is a fragment of a page,
+# using names the page has around it (`part`, `message`, `chatId`, `transport`, its handlers).
+NOT_RUN_TS = {
+    # `useChat` on each transport: the page's `useChat` call, its results unused here.
+    'import { useChat } from "@ai-sdk/react";',
+    # Our /live transport: `useMemo` and `chatId` are the page's.
+    'import { WebSocketChatTransport } from "adk-stream-protocol-client";',
+    # Resume and stop: `chatId` and `transport` are the page's.
+    "const { stop, ...chat } = useChat({ id: chatId, transport, resume: true });",
+    # Approvals: `playTrack` and `part` are the page's.
+    "const { messages, addToolApprovalResponse, addToolOutput } = useChat({",
+    # The add-output pattern: `getLocation` and the tool part are the page's.
+    "const running = new Set<string>(); // browser tools the page runs now",
+    # A confirmation's payload: `message`, `part`, `edited` and `setMessages` are the page's.
+    "const asked = message.parts.find(",
+    # Tool sign-in: `part` and `apiKey` are the page's.
+    "addToolOutput({",
+    # Shared state: `transport` and `setShared` are the page's.
+    "const { messages, sendMessage } = useChat({ transport, onData: part => {",
+    # Who answered: `message` and `render` are the page's.
+    'let agent = "";',
+    # Workflows: `transport`, `message` and the render functions are the page's.
+    "const { messages } = useChat({ transport, onData: part => {",
+}
 PLAYGROUND = ROOT / "playground"
 # What the recipe takes from the rest of the page: its rendering of a chat.
 TSX_NAMES = """\
@@ -245,8 +293,8 @@ TSX_BLOCKS = {
     ("name", "ai"), [(name, ai) for name, builds in TSX_BLOCKS.items() for ai in builds]
 )
 def test_the_readme_chat_recipes_type_check(name: str, ai: str, tmp_path: Path) -> None:
-    blocks = {m["name"]: m["body"] for m in TSX_BLOCK.finditer(README.read_text(encoding="utf-8"))}
-    assert set(blocks) == set(TSX_BLOCKS), "README.md: missing or unknown `readme-tsx` blocks"
+    blocks = marked_blocks(TSX_BLOCK, "readme-tsx")
+    assert set(blocks) == set(TSX_BLOCKS), "the pages: missing or unknown `readme-tsx` blocks"
     node = shutil.which("node")
     modules = PLAYGROUND / "node_modules"
     tsc = modules / "typescript" / "bin" / "tsc"

@@ -1,4 +1,5 @@
-"""README.md's examples of the wire (its sections "On the wire" and "Chats") against the real
+"""The examples of the wire (the site's pages "Chunks on the wire" and "Chats", or wherever
+README.md and the docs site's pages show them: tests/support/doc_pages.py) against the real
 server, so that they cannot drift from it.
 
 Each example is a fenced block right after an HTML comment `<!-- readme-example: NAME -->`:
@@ -39,9 +40,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.doc_pages import doc_pages, page_name
 from tests.support.rig import HTTP_TIMEOUT, ROOT, LiveServer, run_server
 
-README = ROOT / "README.md"
 # Where the README's examples say the server is (`scripts/serve`'s address).
 README_BASE_URL = "http://127.0.0.1:8000"
 EXAMPLE = re.compile(
@@ -70,19 +71,24 @@ FRAME_TIMEOUT = 30.0
 QUIET_SECONDS = 0.5
 
 
-def readme_examples(text: str) -> dict[str, str]:
+def readme_examples(pages: list[Path]) -> dict[str, str]:
     examples: dict[str, str] = {}
-    for match in EXAMPLE.finditer(text):
-        name = match["name"]
-        assert name not in examples, f"two README examples named {name}"
-        examples[name] = match["body"]
+    where: dict[str, str] = {}
+    for page in pages:
+        for match in EXAMPLE.finditer(page.read_text(encoding="utf-8")):
+            name = match["name"]
+            assert name not in examples or examples[name] == match["body"], (
+                f"two examples named {name} differ: {where[name]} and {page_name(page)}"
+            )
+            examples[name] = match["body"]
+            where.setdefault(name, page_name(page))
     return examples
 
 
 @pytest.fixture(scope="module")
 def examples() -> dict[str, str]:
-    found = readme_examples(README.read_text(encoding="utf-8"))
-    assert set(found) == EXAMPLE_NAMES, "README.md: missing or unknown `readme-example` blocks"
+    found = readme_examples(doc_pages())
+    assert set(found) == EXAMPLE_NAMES, "the pages: missing or unknown `readme-example` blocks"
     return found
 
 
@@ -327,9 +333,12 @@ def test_the_example_frames_are_json(examples: dict[str, str]) -> None:
 
 def test_the_readmes_name_the_clients_tarball_of_this_version() -> None:
     version = json.loads((ROOT / "client" / "package.json").read_text(encoding="utf-8"))["version"]
-    for readme in (README, ROOT / "client" / "README.md"):
-        named = re.findall(
-            r"adk-stream-protocol-client-(\d[^\s/]*?)\.tgz", readme.read_text(encoding="utf-8")
-        )
-        assert named, f"{readme.relative_to(ROOT)} shows no install of the tarball"
-        assert set(named) == {version}, f"{readme.relative_to(ROOT)}: {named}, not {version}"
+    tarball = re.compile(r"adk-stream-protocol-client-(\d[^\s/]*?)\.tgz")
+    # The site's pages (one of them shows the install) and the client's own README.
+    for pages in (doc_pages(), [ROOT / "client" / "README.md"]):
+        named = {
+            page_name(page): tarball.findall(page.read_text(encoding="utf-8")) for page in pages
+        }
+        assert any(named.values()), f"{list(named)}: no page shows an install of the tarball"
+        for page, versions in named.items():
+            assert set(versions) <= {version}, f"{page}: {versions}, not {version}"

@@ -1,5 +1,5 @@
 """Long chats with the real clients (docs/adr/0069): a page that sends only the chat's last
-message (the AI SDK's persistence recipe, `{ id, message }`, as README shows it; or
+message (the AI SDK's persistence recipe, `{ id, message }`, as docs/frontend/chats.md shows it; or
 `messages: [last]`: `prepareSendMessagesRequest`, our transport's `sendOnlyLastMessages`), and
 stock useChat sending a long chat whole.
 

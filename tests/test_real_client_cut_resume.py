@@ -4,10 +4,9 @@ docs/adr/0032, 0045).
 A server is killed (SIGKILL by its own PID, tests/support/agents/crash.py) while the tool of a
 continuation runs: the payment the user approved. A fresh server on the same store finishes
 the cut turn when the reloaded page resumes (``GET /stream/{chatId}/stream``). The page
-resumes as the README's recipe does; the finishing response must rebuild the message it
-continues first, as every other resume of a continuation does, so the real client (ai 6.0.25
-strict, the newest 6.x, ai 7) ends with the chat's recorded message and no error.
-"""
+resumes as the recipe of docs/frontend/chats.md does; the finishing response must rebuild the
+message it continues first, as every other resume of a continuation does, so the real client (ai
+6.0.25 strict, the newest 6.x, ai 7) ends with the chat's recorded message and no error."""
 
 from __future__ import annotations
 
@@ -174,7 +173,7 @@ def _resumed_whole(fresh: LiveServer, cut_chat: tuple[str, dict[str, Any]], clie
 def _compared(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The messages as a resumer can have them: a resume's client is not known, so the
     rebuild is ai 6's, which has no chunk for an approval's answer (the approval keeps its id,
-    README "Resume and stop"); and ai 6 latest and ai 7 keep a failed call's ``rawInput``,
+    docs/frontend/resume-and-stop.md); and ai 6 latest and ai 7 keep a failed call's ``rawInput``,
     which the chat's record (the server's fold) leaves out."""
     compared = copy.deepcopy(messages)
     for part in compared[-1]["parts"]:

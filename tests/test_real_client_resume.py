@@ -3,10 +3,10 @@ with the real clients (ai 6.0.25, the newest 6.x, ai 7 over /stream and its own 
 page reloaded while the answer is being written (docs/adr/0045).
 
 The client that asked leaves after the answer's first chunk; the page reads the chat back
-(`GET /chats/{chatId}`) and resumes as the README's recipe does. The message it ends with must
-be the one the client that asked would have had (its request's messages with every chunk it
-was sent folded on by the same real client: the response's recording), and the chat's record.
-"""
+(`GET /chats/{chatId}`) and resumes as the recipe of docs/frontend/chats.md does. The message it
+ends with must be the one the client that asked would have had (its request's messages with every
+chunk it was sent folded on by the same real client: the response's recording), and the chat's
+record."""
 
 from __future__ import annotations
 

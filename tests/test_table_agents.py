@@ -1,5 +1,5 @@
-"""The behaviour table's rows for what agents do besides asking (README, "Every ADK feature on
-every transport"): parallel calls that write state, sub-agents with ``transfer_to_agent``, an
+"""The behaviour table's rows for what agents do besides asking (docs/agent/features.md):
+parallel calls that write state, sub-agents with ``transfer_to_agent``, an
 ``AgentTool`` with an ``output_schema``, callbacks that replace a result or answer a call
 themselves, artifacts, state the tools keep and the agent checks, and the UI widgets tools
 render. Each test runs on ``POST

@@ -1,4 +1,4 @@
-"""The behaviour table's confirmation rows (README, "Every ADK feature on every transport"):
+"""The behaviour table's confirmation rows (docs/agent/features.md):
 declared ``require_confirmation`` (a bool, and a callable deciding per call), a tool's own
 ``request_confirmation(hint=..., payload=...)``, and the same through a resumable ``App``. Each
 test runs on ``POST /stream``, ai 7's socket on ``/live`` and ``/live?chatId=``, through the

@@ -1,4 +1,4 @@
-"""The behaviour table's human-input rows (README, "Every ADK feature on every transport";
+"""The behaviour table's human-input rows (docs/agent/features.md;
 issue 37): ADK 2's ``RequestInput`` from a graph workflow, and ADK's ``request_input`` tool
 used by an LLM agent. Each pause reaches the page as a tool part (``tool-adk_request_input``)
 that stock ``useChat`` answers with ``addToolOutput``; the answer is checked against the

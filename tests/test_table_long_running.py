@@ -1,4 +1,4 @@
-"""The behaviour table's long-running rows (README, "Every ADK feature on every transport"): a
+"""The behaviour table's long-running rows (docs/agent/features.md): a
 ``LongRunningFunctionTool`` whose final result a backend delivers later (``POST
 /chats/{chatId}/calls/{callId}/result``, ADR 0040), and one the browser runs (its function
 returns nothing; ADR 0038). Each test runs on ``POST /stream``, ai 7's socket on ``/live`` and

@@ -1,9 +1,9 @@
-"""The behaviour table's rows for ADK's memory tools (README, "Every ADK feature on every
-transport"): ``load_memory`` and ``preload_memory`` find what an earlier chat of the same user
-said, once the agent's own callback has added that chat to the app's memory service
-(``ADK_STREAM_MEMORY_STORE``, in memory by default; docs/adr/0063). Each test runs on ``POST
-/stream``, ai 7's socket on ``/live`` and ``/live?chatId=``, through the real app and ADK Runner
-with scripted models (tests/support/agents/recall.py)."""
+"""The behaviour table's rows for ADK's memory tools (docs/agent/features.md): ``load_memory`` and
+``preload_memory`` find what an earlier chat of the same user said, once the agent's own callback
+has added that chat to the app's memory service (``ADK_STREAM_MEMORY_STORE``, in memory by default;
+docs/adr/0063). Each test runs on ``POST /stream``, ai 7's socket on ``/live`` and
+``/live?chatId=``, through the real app and ADK Runner with scripted models
+(tests/support/agents/recall.py)."""
 
 from __future__ import annotations
 

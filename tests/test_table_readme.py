@@ -1,5 +1,6 @@
-"""README's behaviour table ("Every ADK feature on every transport") names the tests behind its
-cells: each name is a test of the table's modules, and each of those tests is named there."""
+"""The behaviour table ("Every ADK feature on every transport", on whichever page of README.md
+and the docs site holds it) names the tests behind its cells: each name is a test of the
+table's modules, and each of those tests is named there."""
 
 from __future__ import annotations
 
@@ -7,14 +8,14 @@ import ast
 import re
 from pathlib import Path
 
+from tests.support.doc_pages import section
+
 ROOT = Path(__file__).resolve().parent.parent
 MODULES = sorted((ROOT / "tests").glob("test_table_*.py"))
 
 
 def _table() -> str:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = readme.index("## Every ADK feature on every transport")
-    return readme[start : readme.index("\n## ", start + 1)]
+    return section("Every ADK feature on every transport")
 
 
 def _tests() -> set[str]:

@@ -1,5 +1,5 @@
-"""The behaviour table's rows for answering again and for a page reload (README, "Every ADK
-feature on every transport"): ``regenerate()`` and an edited user message rewind the session,
+"""The behaviour table's rows for answering again and for a page reload (docs/agent/features.md):
+``regenerate()`` and an edited user message rewind the session,
 its state included; a page that reloads builds its chat from ``GET /chats/{chatId}`` and goes
 on. Each test runs on ``POST /stream``, ai 7's socket on ``/live`` and ``/live?chatId=``
 through the real app and ADK Runner with scripted models (tests/support/agents/samples.py); on

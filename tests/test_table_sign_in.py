@@ -1,4 +1,4 @@
-"""The behaviour table's tool sign-in rows (README, "Every ADK feature on every transport";
+"""The behaviour table's tool sign-in rows (docs/agent/features.md;
 issue 37): a tool that signs the user in at a real OAuth2 provider (Authlib's authorization
 server on a free loopback port, ``tests/support/oauth_provider.py``), through the real app and
 ADK Runner with a scripted model (``tests/support/agents/sign_in.py``).

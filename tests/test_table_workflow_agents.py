@@ -1,5 +1,5 @@
-"""The behaviour table's rows for ADK's workflow agents that its live mode cannot run (README,
-"Every ADK feature on every transport"): a ``ParallelAgent`` inside a ``SequentialAgent`` and a
+"""The behaviour table's rows for ADK's workflow agents that its live mode cannot run
+(docs/agent/features.md): a ``ParallelAgent`` inside a ``SequentialAgent`` and a
 ``LoopAgent`` answer on ``POST /stream`` and ai 7's socket (``run_async``); ``/live?chatId=``
 refuses them at the first message with an ``error`` that says why, and leaves the chat as it
 was (docs/adr/0063). Through the real app and ADK Runner with scripted models

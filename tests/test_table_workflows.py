@@ -1,12 +1,11 @@
-"""The behaviour table's graph ``Workflow`` rows (README, "Every ADK feature on every
-transport"; issue 37, point 1): what a workflow addresses to the user reaches the page as text,
-once and in order; a node's output (a ``JoinNode``'s aggregate, a pydantic summary) as a
-``data-node-output`` part and the route a node chose as ``data-route``, both kept in the chat's
-record; the node at work as transient ``data-node`` parts; and each part named by the node that
-answered (``data-agent``). Through the real app and ADK Runner with a planner shaped like ADK's
-workflow samples (tests/support/agents/workflows.py), on ``POST /stream`` and ai 7's socket:
-ADK 2.13 cannot run a workflow live (the live refusal is in tests/test_table_human_input.py).
-"""
+"""The behaviour table's graph ``Workflow`` rows (docs/agent/features.md; issue 37, point 1): what a
+workflow addresses to the user reaches the page as text, once and in order; a node's output (a
+``JoinNode``'s aggregate, a pydantic summary) as a ``data-node-output`` part and the route a node
+chose as ``data-route``, both kept in the chat's record; the node at work as transient ``data-node``
+parts; and each part named by the node that answered (``data-agent``). Through the real app and ADK
+Runner with a planner shaped like ADK's workflow samples (tests/support/agents/workflows.py), on
+``POST /stream`` and ai 7's socket: ADK 2.13 cannot run a workflow live (the live refusal is in
+tests/test_table_human_input.py)."""
 
 from __future__ import annotations
 

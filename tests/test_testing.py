@@ -264,8 +264,8 @@ def test_approvals_on_the_live_connection_and_back_to_stream() -> None:
 
 
 def test_a_socket_path_reaches_the_app_as_a_request_path_does() -> None:
-    """README: `chat.http.websocket_connect("/live?chatId=...")`. Starlette's own client
-    sends such a socket to the host `testserver`, which the app still refuses: its host
+    """docs/agent/testing.md: `chat.http.websocket_connect("/live?chatId=...")`. Starlette's own
+    client sends such a socket to the host `testserver`, which the app still refuses: its host
     policy is not loosened for tests, the test client addresses the app as `localhost`."""
     agent = LlmAgent(name="socket_path", model=ScriptedLlm(script={"": ["Hi."]}))
     with serve_agent(agent) as chat:

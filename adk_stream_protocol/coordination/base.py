@@ -9,7 +9,7 @@ Five kinds of state outlive a single request and may have to be seen by another 
   deleted go).
 - ``ChunkLogs``: the chunks an active response has sent, so a client can resume it.
 - ``SignIns``: the sign-ins under way at an OAuth2 provider, each under the one-time ``state``
-  the provider sends back to the server's callback route (docs/adr/0065).
+  the provider sends back to the server's callback route.
 
 The transports and the core only know these interfaces. ``local.py`` gives the
 in-process implementations (the embedded default); a shared store implements the same
@@ -32,7 +32,7 @@ Outcome = Literal["approved", "denied", "timeout", "cancelled"]
 @dataclass(frozen=True)
 class Verdict:
     """The end of an approval's wait: its outcome, and the payload the user answered with
-    (an edited one, docs/adr/0041), if any."""
+    (an edited one), if any."""
 
     outcome: Outcome
     payload: Any = None
@@ -49,8 +49,8 @@ class ChatLease(Protocol):
     token: str  # this holding, unique: whoever checks the chat's holder compares it
     lost: asyncio.Event
     # Taken after a holder that never released it (its lease lapsed: a crash, a stall). That
-    # holder may still write to the chat's session: the new one fences it off first
-    # (docs/adr/0034). Always False in one process, where a lock cannot lapse.
+    # holder may still write to the chat's session: the new one fences it off first. Always
+    # False in one process, where a lock cannot lapse.
     unclean: bool
     generation: int  # how many times the chat was taken, this one included (0: not counted)
 
@@ -62,10 +62,10 @@ class ChatLease(Protocol):
     async def release(self) -> None: ...
 
     async def hold_for_results(self, ttl_seconds: float) -> None:
-        """From now on this holding only waits for the chat's kept tool results to be saved
-        (docs/adr/0035): ``results_waiting`` says so to every process, for at most
-        ``ttl_seconds`` and until the release. Best effort: a store that cannot take the mark
-        leaves others answering "busy"."""
+        """From now on this holding only waits for the chat's kept tool results to be saved:
+        ``results_waiting`` says so to every process, for at most ``ttl_seconds`` and until the
+        release. Best effort: a store that cannot take the mark leaves others answering
+        "busy"."""
 
 
 class ChatLeases(Protocol):
@@ -87,7 +87,7 @@ class WaitingCall:
     call_id: str
     tool_name: str
     approval_id: str | None = None  # set for an approval; None for a browser result
-    # What an in-tool confirmation asks with (docs/adr/0041): shown on the page.
+    # What an in-tool confirmation asks with: shown on the page.
     hint: str | None = None
     payload: Any = None
 
@@ -154,7 +154,7 @@ class StopSignals(Protocol):
 
     async def stop(self, chat: ChatKey, *, deleted: bool = False) -> None:
         """Stop the chat's running response; ``deleted``: the chat is being deleted, so its
-        holders also let it go (docs/adr/0043)."""
+        holders also let it go."""
 
 
 class ResponseLog(Protocol):
@@ -177,7 +177,7 @@ class ChunkLogs(Protocol):
         when the chat has no active response. If the producer dies first, the follower gets
         an ``error`` event and ``[DONE]`` once its lease has lapsed. A log whose producer is
         already known to be dead is none: None once its lease has lapsed, so the caller can
-        take the chat and finish its cut turn (docs/adr/0032)."""
+        take the chat and finish its cut turn."""
 
     async def with_active_response(self, chats: Sequence[ChatKey]) -> set[ChatKey]:
         """Which of the chats have an active response now (a log whose producer holds its

@@ -57,7 +57,7 @@ class LocalChatLeases:
     def __init__(self) -> None:
         self._locks: dict[ChatKey, asyncio.Lock] = {}
         self._users: dict[ChatKey, int] = {}
-        self._results: set[ChatKey] = set()  # held only for kept results (docs/adr/0035)
+        self._results: set[ChatKey] = set()  # held only for kept results
 
     async def acquire(self, chat: ChatKey, wait_seconds: float) -> _LocalLease:
         lock = self._locks.get(chat)

@@ -24,7 +24,7 @@ _RE_LOCATION = re.compile(r"where am i|\blocation\b|現在地|居場所|位置�
 _RE_TWICE = re.compile(r"\btwice\b|2回", re.I)
 # No \b around "bgm": in "BGMを2に" the Japanese letter is a word character too.
 _RE_MUSIC = re.compile(r"\bmusic|bgm|音楽", re.I)
-# Tools that reach the page (docs/adr/0025): a chart saved as an artifact, sources.
+# Tools that reach the page: a chart saved as an artifact, sources.
 _RE_CHART = re.compile(r"\bchart\b|グラフ", re.I)
 _RE_SOURCES = re.compile(r"\bsources?\b|\bcite\b|出典", re.I)
 _RE_TRACK = re.compile(r"(?:track|#|no\.?|曲)\s*+(\d++)|(\d++)", re.I)

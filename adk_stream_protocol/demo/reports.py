@@ -1,6 +1,6 @@
-"""What the demo shows of tools that reach the page (docs/adr/0025): ``draw_chart`` reports
-its progress with data parts and saves its chart as an artifact; ``GROUNDING`` is what the
-offline model attaches to an answer "with sources", as Gemini does when it searches.
+"""What the demo shows of tools that reach the page: ``draw_chart`` reports its progress with
+data parts and saves its chart as an artifact; ``GROUNDING`` is what the offline model attaches
+to an answer "with sources", as Gemini does when it searches.
 """
 
 from __future__ import annotations

@@ -30,8 +30,8 @@ logger = logging.getLogger(__name__)
 # with a fresh mock wallet.
 WALLET_STATE_KEY = "demo:wallet_balance"
 # What the page is shown of the wallet: a key under the shared state's prefix (`ui:` by
-# default; docs/adr/0044). A copy, never read back: the page may write `ui:` keys, and a
-# balance it could set would be money it could print.
+# default). A copy, never read back: the page may write `ui:` keys, and a balance it could set
+# would be money it could print.
 WALLET_UI_KEY = "ui:wallet"
 INITIAL_WALLET_BALANCE = 1000.0
 

@@ -27,13 +27,13 @@ class RequestLimits:
     max_request_bytes: int
     max_message_chars: int
     max_parts_per_message: int
-    # Bytes of JSON a request adds to the chat's record (docs/adr/0069): checked once the
-    # request is joined to the record, before the record or the session is touched.
+    # Bytes of JSON a request adds to the chat's record: checked once the request is joined to
+    # the record, before the record or the session is touched.
     max_added_bytes: int
     max_json_depth: int
     max_file_bytes: int
     # What a request's `state` field may write: keys under the prefix (none when it is empty),
-    # so many keys, so many bytes of JSON (docs/adr/0044).
+    # so many keys, so many bytes of JSON.
     state_prefix: str = DEFAULT_STATE_PREFIX
     max_state_keys: int = 64
     max_state_bytes: int = 64 * 1024

@@ -32,7 +32,7 @@ UNAVAILABLE_MESSAGE = "the chat service is unavailable right now; try again shor
 BUSY_MESSAGE = "the chat store is busy; try again shortly"
 # What an open response's `error` chunk says when a store went away under it.
 INTERRUPTED_MESSAGE = "the chat service became unavailable during this answer; send it again"
-# The same, when a tool had run and its result is kept to be saved (docs/adr/0035).
+# The same, when a tool had run and its result is kept to be saved.
 RESULT_KEPT_MESSAGE = (
     "the chat service became unavailable after a tool ran; its result will be saved when the "
     "service is back. Send it again in a moment"

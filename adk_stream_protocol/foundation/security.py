@@ -61,7 +61,8 @@ _QUERY_PARAMETER = re.compile(r"([?&])([^=&#\s\"]+)=([^&#\s\"]*)")
 class QueryRedaction(logging.Filter):
     """Hides the values of other query parameters in uvicorn's request lines (its access log,
     and the ``WebSocket ... [accepted]`` lines): a credential in the query string, which a
-    browser's WebSocket handshake may have to use (README: Identity), stays out of the log."""
+    browser's WebSocket handshake may have to use (docs/operating/security.md), stays out of the
+    log."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.args, tuple):

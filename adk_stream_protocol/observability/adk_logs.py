@@ -13,7 +13,7 @@ on the chat's next run (``Event from an unknown agent``).
   arguments) is a store's outage as ``outage_of`` tells it, outside a run's tool timeouts;
 - a record at WARNING or above whose exception is, or was caused by, one of the server's
   refusals as ``protocol.refusals.refusal_in`` tells it by class (a tool the fence stopped, a
-  write refused as stale): where it was made, the refusal logged its own WARNING (ADR 0072);
+  write refused as stale): where it was made, the refusal logged its own WARNING;
 - ADK's warning about an event from an unknown agent whose author is the app's fence author.
 
 Everything else passes as it is. A record moved to DEBUG is dropped unless its logger logs at
@@ -106,7 +106,7 @@ class AdkLogs(logging.Filter):
 
     @staticmethod
     def _is_outage(record: logging.LogRecord) -> bool:
-        # A bare TimeoutError in a run may be a tool's own: not an outage (ADR 0030).
+        # A bare TimeoutError in a run may be a tool's own: not an outage.
         return any(outage_of(error, timeouts=False) is not None for error in _errors_of(record))
 
     @staticmethod

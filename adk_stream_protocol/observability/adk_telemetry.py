@@ -8,7 +8,7 @@ same answers, given as the config's own public fields, are read directly (docs/a
 
 Where no OpenTelemetry provider is set, ADK's spans, logs and metrics reach nobody, yet it
 still builds their attributes for every partial. Such runs get the switches under which it
-builds the least: the stable conventions, no message content (docs/adr/0055, amendment).
+builds the least: the stable conventions, no message content (docs/adr/0055).
 """
 
 from __future__ import annotations

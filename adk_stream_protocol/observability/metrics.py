@@ -1,4 +1,4 @@
-"""Prometheus metrics of one application (``ADK_STREAM_METRICS=true``, docs/adr/0027).
+"""Prometheus metrics of one application (``ADK_STREAM_METRICS=true``).
 
 Each ``Metrics`` has its own ``CollectorRegistry``: several apps in one process (tests, two
 agents) count apart, and nothing registers in ``prometheus_client``'s global registry.

@@ -124,7 +124,7 @@ class ResponseRecording:
         header.update(
             aiSdk=ai_sdk,
             time=now.isoformat(timespec="microseconds").replace("+00:00", "Z"),
-            request=payload_without_secrets(request.payload),  # docs/adr/0065
+            request=payload_without_secrets(request.payload),
         )
         self._header = header
         self._chunks: list[tuple[int, BaseChunk]] = []

@@ -88,9 +88,9 @@ class LiveApprovalPlugin(BasePlugin):
         super().__init__(name="adk_stream_protocol_live_approvals")
         self._pending = pending
         self._timeout = timeout_seconds
-        self._on_outcome = on_outcome  # the traces and metrics (docs/adr/0027)
-        # The page's changes that came with an answer (docs/adr/0044), and how the run stores
-        # an event of its own: those, and each approval's pause and end (docs/adr/0057).
+        self._on_outcome = on_outcome  # the traces and metrics
+        # The page's changes that came with an answer, and how the run stores an event of its
+        # own: those, and each approval's pause and end.
         self._page_states = page_states or PageStates()
         self._append = append
         # Chats whose socket is leaving: their approvals stay paused, not cancelled.
@@ -99,7 +99,7 @@ class LiveApprovalPlugin(BasePlugin):
     @contextmanager
     def pausing_on_leave(self, chat: ChatKey) -> Iterator[None]:
         """While the chat's socket ends its waits: an approval left unanswered stays paused,
-        as stored when it was asked, instead of being cancelled (docs/adr/0057)."""
+        as stored when it was asked, instead of being cancelled."""
         self._leaving.add(chat)
         try:
             yield
@@ -152,7 +152,7 @@ class LiveApprovalPlugin(BasePlugin):
             if verdict.outcome not in ("approved", "denied"):
                 return dict(_UNANSWERED[verdict.outcome])
             # As /stream answers ADK: the decision, and the payload the user edited, else the
-            # one the tool asked with (docs/adr/0041).
+            # one the tool asked with.
             payload = verdict.payload if verdict.payload is not None else request.payload
             confirmation = ToolConfirmation(
                 confirmed=verdict.outcome == "approved", payload=payload
@@ -194,8 +194,8 @@ class LiveApprovalPlugin(BasePlugin):
         return verdict
 
     def _paused(self, tool_context: ToolContext, outcome: Outcome = "cancelled") -> bool:
-        """Whether the call pauses rather than ends: its socket is leaving (ADR 0057), and the
-        wait, if any, ended for that reason (cancelled), not with an answer or a timeout."""
+        """Whether the call pauses rather than ends: its socket is leaving, and the wait, if
+        any, ended for that reason (cancelled), not with an answer or a timeout."""
         return outcome == "cancelled" and _chat(tool_context) in self._leaving
 
     async def _store_page_state(self, tool_context: ToolContext) -> None:

@@ -23,7 +23,7 @@ from google.adk.tools import BaseTool, ToolContext
 # The attribute ``idempotent`` sets, on a tool or on the function a ``FunctionTool`` wraps.
 IDEMPOTENT_ATTRIBUTE = "__adk_stream_idempotent__"
 # The state key the tool reads its run's token under: a ``temp:`` key, set for the call only
-# and never stored (the chat index keeps the tokens, docs/adr/0074).
+# and never stored (the chat index keeps the tokens).
 LEASE_GENERATION_KEY = "temp:adk_stream_lease_generation"
 
 Declared = TypeVar("Declared")

@@ -13,7 +13,7 @@ the chat and the call. What ADK made for itself stays in the binding, not on the
 
 ``redirect_answer`` is the other half: the answer ADK expects, from a binding and the query
 the provider redirected with. The route that takes the redirect (``transports/auth_callback``)
-hands it to the chat as a backend's result (docs/adr/0040).
+hands it to the chat as a backend's result.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ stalled process that woke after another took the chat) does not start the tool.
 The mark also says whether the tool is declared idempotent (``plugins/idempotency.py``): such a
 call is run again, not answered "outcome unknown", when its result never arrives. Before it,
 the holding takes its fencing token from the chat index, once, and hands it to the tool
-(``lease_generation``); the mark names it too (docs/adr/0074).
+(``lease_generation``); the mark names it too.
 
 Parallel calls of one step write their marks one at a time, in the order ADK started them, so
 their bodies still run in that order: ADK merges their state changes in call order, and a
@@ -82,7 +82,7 @@ class ToolStartPlugin(BasePlugin):
         self._tokens: dict[ChatKey, tuple[ChatLease, int]] = {}
         # The invocations of each held chat that a lost lease stopped before a tool: ADK
         # reports the refusal as an error event with a generic code, and the chat's response
-        # asks here whether that error is one (``refused``), to log it quietly (ADR 0072).
+        # asks here whether that error is one (``refused``), to log it quietly.
         self._refused: dict[ChatKey, set[str]] = {}
         # One lock per running invocation, gone once no call of it waits on it.
         self._order: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()

@@ -5,7 +5,7 @@ message gets a ``data-progress`` part (or, with ``transient=True``, only its ``o
 callback). The chunk goes to the response that is answering the tool's chat right now.
 
 The route is ``ToolUiPlugin``: the application adds one to both runners (in their plugin
-chains, docs/adr/0053), and a run tells it, for as long as it runs, where its chat's data goes
+chains), and a run tells it, for as long as it runs, where its chat's data goes
 (``open_route``/``close_route``): a request turn's response, or a ``/live`` run's reports. A
 tool finds the plugin through its own invocation (ADK's plugin manager): no module-level
 state. A chat runs one turn at a time (its lease), so the chat names the turn. Outside a

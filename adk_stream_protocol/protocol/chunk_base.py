@@ -1,8 +1,8 @@
 """The base of every chunk model: the wire rules, and construction without validation.
 
-``to_wire_json()`` and ``to_wire_dict()`` apply the serialisation rules of ``chunks.py``
-(docs/adr/0002): ``None`` omitted, always-sent fields kept. ``built()`` builds a chunk from
-values the converter made itself, skipping pydantic's validation (docs/adr/0050).
+``to_wire_json()`` and ``to_wire_dict()`` apply the serialisation rules of ``chunks.py``:
+``None`` omitted, always-sent fields kept. ``built()`` builds a chunk from values the converter
+made itself, skipping pydantic's validation (docs/adr/0050).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ C = TypeVar("C", bound=BaseChunk)
 def built(cls: type[C], fields: dict[str, Any], fields_set: set[str]) -> C:
     """A chunk of ``cls`` from every one of its fields (names, not aliases; ``type`` too),
     without validation: for the chunks the converter makes from its own ids and the model's
-    text, 0.45 µs instead of 0.75 (docs/adr/0050). Nothing from outside goes through here;
+    text, 0.45 µs instead of 0.75. Nothing from outside goes through here;
     tests/protocol/test_hot_path.py holds every chunk built so to a validated twin."""
     chunk = _new(cls)
     _set_fields(chunk, fields)

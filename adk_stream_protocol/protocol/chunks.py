@@ -6,8 +6,7 @@ Newer-only keys (``inputEncoding``, ``toolMetadata``, ``signature``…) are left
 because a 6.0.25 client rejects a chunk that carries them. The few that ai 7 adds and this
 server uses (``text-end.citations``, ``tool-approval-response``, the finish reason
 ``interrupted``, a ``tool-approval-request``'s ``reason`` and ``approvalDescriptor``) are
-marked "ai 7 only": the converter sends them only to a client known to be ai 7
-(docs/adr/0023).
+marked "ai 7 only": the converter sends them only to a client known to be ai 7.
 
 Serialisation rules (see docs/adr/0002-chunk-catalogue.md):
 
@@ -21,7 +20,7 @@ The general path is pydantic-core's own ``exclude_none`` serialiser; a chunk who
 field holds ``None`` rebuilds its dict (docs/adr/0018). The chunks every streamed word makes
 (steps, text and reasoning blocks and deltas) write their few keys with orjson instead, and the
 converter builds them with ``built()``, unvalidated: tests hold every chunk it emits to the
-catalogue and to the general path's bytes (docs/adr/0050).
+catalogue and to the general path's bytes.
 """
 
 from __future__ import annotations
@@ -51,8 +50,8 @@ Transport: TypeAlias = Literal["stream", "ai7-socket", "live"]
 
 # A value the client types as `unknown` (tool input and output, data, message metadata): any
 # JSON value. Not validated item by item: pydantic's JsonValue calls Python for every nested
-# value (86 µs for a 50-row tool result, against about 1 µs unchecked; docs/adr/0018), and the
-# client checks nothing inside it either. The converter makes such values JSON (`json_safe`).
+# value (86 µs for a 50-row tool result, against about 1 µs unchecked), and the client checks
+# nothing inside it either. The converter makes such values JSON (`json_safe`).
 UnknownJson: TypeAlias = Any
 
 # Two levels: provider name, then that provider's keys. {"google": {"k": 1}}.
@@ -216,7 +215,7 @@ class ToolApprovalRequestChunk(BaseChunk):
     approval_id: str
     tool_call_id: str
     # ai 7 only: a confirmation's hint (the client's `approval.requestReason`) and payload
-    # (`approval.descriptor`) (docs/adr/0041).
+    # (`approval.descriptor`).
     reason: str | None = None
     approval_descriptor: UnknownJson = None
 

@@ -19,9 +19,9 @@ one hook: each ``EventPart`` of ``parts/kinds.py`` reads every final event, and 
 follow the event's own, in its step (docs/adr/0062); the converter names none of them.
 Gemini's grounding becomes source parts for every client (``parts/sources.py``). What ai 7
 adds (citations on ``text-end``, ``tool-approval-response``, the finish reason
-``interrupted``) is sent only when the response's client is known to be ai 7 (``ai_sdk=7``,
-docs/adr/0023; what each client has is its table in ``clients.py``); otherwise every chunk is
-one the strict ai 6.0.25 client accepts.
+``interrupted``) is sent only when the response's client is known to be ai 7 (``ai_sdk=7``;
+what each client has is its table in ``clients.py``); otherwise every chunk is one the strict
+ai 6.0.25 client accepts.
 """
 
 from __future__ import annotations
@@ -101,8 +101,8 @@ class StreamProtocolConverter:
     ) -> None:
         self.message_id = message_id
         # Whether an error event reports a refusal the server made and logged itself (a tool
-        # the fence stopped, ADR 0072): ADK reports it under a generic code, RuntimeError.
-        # The chat's turn sets it; None: every error event is logged as an error.
+        # the fence stopped): ADK reports it under a generic code, RuntimeError. The chat's
+        # turn sets it; None: every error event is logged as an error.
         self.refused: Callable[[Event], bool] | None = None
         self._client = client_for(ai_sdk)
         # With a live run, a late result of an earlier turn's call can arrive in this response;
@@ -209,7 +209,7 @@ class StreamProtocolConverter:
     def approval_request(
         self, approval_id: str, call_id: str, hint: str | None = None, payload: Any = None
     ) -> list[BaseChunk]:
-        """An approval request, with its hint and payload (docs/adr/0013, 0041)."""
+        """An approval request, with its hint and payload."""
         out: list[BaseChunk] = []
         if not self._steps.open:
             out.extend(self._steps.new())
@@ -228,8 +228,8 @@ class StreamProtocolConverter:
         self, call_id: str, tool_name: str, args: dict[str, Any], *, announce: bool = True
     ) -> list[BaseChunk]:
         """Hand an approved browser call back to the client to run (docs/adr/0009), in its
-        own step, where the stock helpers look; without ``announce`` (``add-output``, ADR 0011)
-        only pause for it: the page runs it already, and the chunk would reset its output."""
+        own step, where the stock helpers look; without ``announce`` (``add-output``) only
+        pause for it: the page runs it already, and the chunk would reset its output."""
         self._awaiting_client.add(call_id)
         return [rearmed_call(call_id, tool_name, args)] if announce else []
 

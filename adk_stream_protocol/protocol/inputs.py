@@ -1,11 +1,10 @@
 """What the client sends, as the model's input (ADK content): a user message's parts, the
 steering messages a continuation carries, a browser tool's result.
 
-Each part's kind says what it gives (``PartKind.model_input``, docs/adr/0059): text, files as
-inline data (``parts/files.py``: ``data:`` URLs only, never fetched), the text and files of a
-steering message (docs/adr/0022). Parts the model has no use for (reasoning, sources, data,
-ai 7's ``custom`` and ``reasoning-file``…) are left out on purpose; a tool part has no place
-in a user's message.
+Each part's kind says what it gives (``PartKind.model_input``): text, files as inline data
+(``parts/files.py``: ``data:`` URLs only, never fetched), the text and files of a steering
+message. Parts the model has no use for (reasoning, sources, data, ai 7's ``custom`` and
+``reasoning-file``…) are left out on purpose; a tool part has no place in a user's message.
 """
 
 from __future__ import annotations

@@ -105,7 +105,7 @@ def _credential_problem(args: dict[str, Any], result: dict[str, Any]) -> str | N
     if config.exchanged_auth_credential is None:
         return "its authConfig carries no credential (exchangedAuthCredential)"
     # OAuth2: the provider sends back the state the request's authUri carried; a redirect
-    # with another is not this sign-in's (docs/adr/0065).
+    # with another is not this sign-in's.
     oauth2 = config.exchanged_auth_credential.oauth2
     asked = _requested_state(args)
     if asked is None or oauth2 is None or not oauth2.auth_response_uri:

@@ -14,7 +14,7 @@ tool (``onToolCall``), which has already run. So ai 7 and the newest 6.x keep th
 (``rawInput``) on a tool part that ends with no output (an error, a denial, a wait for an
 approval). ai 6 has no chunk for an approval's answer (``tool-approval-response`` is ai 7's):
 there the rebuilt part keeps the approval's id only. Each part is rebuilt by its kind
-(``parts/``, docs/adr/0059); this module puts them in their steps.
+(``parts/``); this module puts them in their steps.
 """
 
 from __future__ import annotations

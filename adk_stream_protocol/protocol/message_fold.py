@@ -5,8 +5,8 @@ A port of the AI SDK client: ``processUIMessageStream`` (how each chunk changes 
 message) and ``AbstractChat``'s request (which message the response continues, and when the
 chat's list takes the message: only on a ``write``, a pushed message is the live object, a
 replaced one a snapshot). The message's own chunks (``start``, ``finish``, metadata, ``error``,
-``abort``) are folded here; a part's chunks by its kind (``parts/``, docs/adr/0059). ``ai_sdk=6``
-is the newest 6.x (6.0.326), ``ai_sdk=7`` ai 7.x; where they differ, ``clients.py`` says
+``abort``) are folded here; a part's chunks by its kind (``parts/``). ``ai_sdk=6`` is the
+newest 6.x (6.0.326), ``ai_sdk=7`` ai 7.x; where they differ, ``clients.py`` says
 (docs/adr/0042-chat-messages.md). The client stops reading at an ``error`` chunk, or at a chunk
 it cannot apply (a delta for no open part, a result for no call, a type it does not know); so
 does the fold (``refused``).

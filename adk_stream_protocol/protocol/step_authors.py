@@ -9,7 +9,7 @@ a part of its own. A page that does not look for it shows the same as without it
 ``useChat`` renders no data part, and the helpers that read a step look at its tool parts only.
 An app whose root agent has no sub-agents is sent none. In a graph ``Workflow`` each node
 answers (``answered_by``): ADK authors a function node's events with the workflow's name, so
-the node's own name (``node_info``) is the one given (docs/adr/0067).
+the node's own name (``node_info``) is the one given.
 """
 
 from __future__ import annotations

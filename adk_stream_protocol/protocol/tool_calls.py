@@ -40,7 +40,7 @@ APPROVAL_TIMEOUT_RESULT = _error("The approval request timed out; the tool did n
 BROWSER_TIMEOUT_RESULT = _error("The browser did not return the tool's result in time.")
 ABANDONED_RESULT = _error("Cancelled: the user sent a new message instead of answering.")
 # A call whose body started in a process that stopped before its result was stored: it may or
-# may not have done its work, and it is never run again automatically (docs/adr/0032).
+# may not have done its work, and it is never run again automatically.
 OUTCOME_UNKNOWN_RESULT = _error(
     "The server stopped while this tool was running; whether it completed is unknown. "
     "It was not run again."
@@ -55,7 +55,7 @@ CALL_STARTED_KEY = "ui_call_started"
 # Beside it when the tool is declared idempotent (plugins/idempotency.py): a start without a
 # result is then run again under the same call id, not answered "outcome unknown".
 CALL_IDEMPOTENT_KEY = "ui_call_idempotent"
-# And the fencing token the tool was given (docs/adr/0074), for whoever audits the chat.
+# And the fencing token the tool was given, for whoever audits the chat.
 CALL_TOKEN_KEY = "ui_call_token"
 DISCONNECTED_RESULT = _error("Cancelled: the user left before answering; the tool did not run.")
 
@@ -90,11 +90,11 @@ class TurnCalls:
     invocation_id: str | None = None
     # The user's answers to confirmations: confirmation id -> approved.
     decisions: dict[str, bool] = field(default_factory=dict)
-    # The payload an approval came with (an edited one, docs/adr/0041): confirmation id -> it.
+    # The payload an approval came with (an edited one): confirmation id -> it.
     approval_payloads: dict[str, Any] = field(default_factory=dict)
     # Calls whose body started (a start mark) with no result of any kind after the mark.
     open_starts: set[str] = field(default_factory=set)
-    # Calls whose start mark says the tool is declared idempotent (docs/adr/0074).
+    # Calls whose start mark says the tool is declared idempotent.
     idempotent_starts: set[str] = field(default_factory=set)
     # Whether the turn's last event ended the run: a model answer without calls, or an error.
     ended: bool = False
@@ -157,7 +157,7 @@ class TurnCalls:
 
     def ask(self, confirmation: Confirmation) -> None:
         """A confirmation asked outside the events this tracker folds: a live run's gate
-        asks itself, and stores the request in the session as ADK's (docs/adr/0057)."""
+        asks itself, and stores the request in the session as ADK's."""
         self.confirmations[confirmation.confirmation_id] = confirmation
 
     def pending_confirmations(self) -> dict[str, Confirmation]:

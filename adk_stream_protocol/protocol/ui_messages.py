@@ -30,8 +30,7 @@ from adk_stream_protocol.protocol.parts.tools import AnyToolUIPart, DynamicToolU
 from adk_stream_protocol.protocol.shared_state import check_state_field
 
 # The part a page adds to the message that answers a confirmation, with the payload the user
-# edited: {"type": "data-approval-response", "id": <approval id>, "data": {"payload": {...}}}
-# (docs/adr/0041).
+# edited: {"type": "data-approval-response", "id": <approval id>, "data": {"payload": {...}}}.
 APPROVAL_RESPONSE_PART = "data-approval-response"
 
 # Chat ids become ADK session ids and appear in logs: keep them to a safe alphabet.
@@ -76,7 +75,7 @@ class ChatRequest(UIModel):
     Fields an app adds through the transport's ``body`` option are ignored, except
     ``aiSdk``: an ai 7 app that sends ``"aiSdk": 7`` gets what ai 7 adds to the stream
     (docs/adr/0023); nothing in the request says so otherwise. And ``state``: the page's
-    changes to the shared state (docs/adr/0044).
+    changes to the shared state.
     """
 
     id: Annotated[str, Field(pattern=CHAT_ID_PATTERN)]
@@ -86,10 +85,10 @@ class ChatRequest(UIModel):
     trigger: Literal["submit-message", "regenerate-message"] = "submit-message"
     message_id: str | None = None
     ai_sdk: Literal[6, 7] = 6
-    # The page's changes to the shared state (docs/adr/0044): {"ui:theme": "dark"}.
+    # The page's changes to the shared state: {"ui:theme": "dark"}.
     state: dict[str, UnknownJson] | None = None
-    # The JSON as it arrived (unknown keys kept; `message` as `messages`), for a recording
-    # (docs/adr/0026); once completed from the record, with the whole chat in `messages`.
+    # The JSON as it arrived (unknown keys kept; `message` as `messages`), for a recording;
+    # once completed from the record, with the whole chat in `messages`.
     _payload: Any = PrivateAttr(default=None)
     _record_since: int = PrivateAttr(default=0)
 
@@ -103,7 +102,7 @@ class ChatRequest(UIModel):
             self.message = None
         elif not sent_messages:
             raise ValueError("the request needs `messages` (or `message`)")
-        # The chat's record joins a request by its message ids (docs/adr/0069).
+        # The chat's record joins a request by its message ids.
         seen: set[str] = set()
         for message in self.messages:
             if message.id in seen:
@@ -132,7 +131,7 @@ class ChatRequest(UIModel):
     @property
     def record_since(self) -> int:
         """How many of ``chat_messages``' first messages the chat's record holds as they are
-        (set by ``completed``): the record's write leaves them alone (docs/adr/0069)."""
+        (set by ``completed``): the record's write leaves them alone."""
         return self._record_since
 
     def completed(
@@ -141,7 +140,7 @@ class ChatRequest(UIModel):
         """This request with the record's ``earlier`` messages before the ones it sent: what
         the planner and the record see. ``messages`` stay the ones sent (validated).
         ``since``: ``record_since`` (default: the ``earlier`` ones). ``sent``: the sent
-        messages' JSON as the record keeps it (a late tool output kept, docs/adr/0073)."""
+        messages' JSON as the record keeps it (a late tool output kept)."""
         copy = self.model_copy()
         messages = self.payload["messages"] if sent is None else sent
         copy._payload = {**self.payload, "messages": [*earlier, *messages]}

@@ -1,6 +1,6 @@
-"""The replay server (docs/adr/0026): recorded responses (``ADK_STREAM_RECORD_DIR``) served
-as a stand-in ``POST /stream`` and ``WS /live``, with no agent, so a frontend can be built and
-tested against them. ``adk-stream-protocol replay DIR`` serves ``create_replay_app(DIR)``.
+"""The replay server: recorded responses (``ADK_STREAM_RECORD_DIR``) served as a stand-in
+``POST /stream`` and ``WS /live``, with no agent, so a frontend can be built and tested against
+them. ``adk-stream-protocol replay DIR`` serves ``create_replay_app(DIR)``.
 
 Which recording answers a request, and with which ids, is ``replay_store``'s rule; the chunks
 come at their recorded times divided by ``speed`` (0: at once). ``/stream`` answers as the

@@ -1,4 +1,4 @@
-"""``WS /live`` of the replay server (docs/adr/0026): both protocols of the real ``/live``
+"""``WS /live`` of the replay server: both protocols of the real ``/live``
 (docs/live-protocol.md), answered from recordings.
 
 - Without ``?chatId=``: ai 7's ``WebSocketChatTransport`` protocol. A ``send`` gets its

@@ -1,5 +1,5 @@
-"""The recordings a replay serves (docs/adr/0026): read once from a directory, the rule that
-picks one for a request, and its chunks as they are sent again.
+"""The recordings a replay serves: read once from a directory, the rule that picks one for a
+request, and its chunks as they are sent again.
 
 Which recording answers a request:
 

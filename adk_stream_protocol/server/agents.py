@@ -31,7 +31,7 @@ class ServedAgents:
     # name; else (the demo) the default app name. It names the default store.
     name: str
     # The app name ADK keeps the chats under: an App's own, else `ADK_STREAM_APP_NAME` (its
-    # default for an agent that is not an App: docs/adr/0024). Redis keys carry it too.
+    # default for an agent that is not an App). Redis keys carry it too.
     session_app_name: str
 
     @property

@@ -57,15 +57,15 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # Here, not at import: uvicorn sets its loggers up before the lifespan runs.
         redact_query_strings_in_server_logs()
-        skip_absent_a2a()  # ADK would try the import on every run (docs/adr/0049)
-        for removed in removed_settings(os.environ):  # docs/adr/0069
+        skip_absent_a2a()  # ADK would try the import on every run
+        for removed in removed_settings(os.environ):
             logger.warning("%s", removed)
         served = serve_agents(settings, agent)
-        # The store the app uses from here on: its own by default (docs/adr/0024).
+        # The store the app uses from here on: its own by default.
         store = store_url(settings.session_store, served.name)
         app_settings = settings.model_copy(update={"session_store": store})
         check_extras(app_settings)
-        # One record of which stores are down, for one WARNING per outage (docs/adr/0030).
+        # One record of which stores are down, for one WARNING per outage.
         outages = Outages()
         async with open_coordination(
             app_settings, served.session_app_name, outages
@@ -78,7 +78,7 @@ def create_app(
                 app.state.bridge = bridge
                 app.state.agent_name = served.agent_name
                 # Each thing once, by its own name: the store is named as the app (which is
-                # often the agent's name), the chats in it by ADK's app name (docs/adr/0024).
+                # often the agent's name), the chats in it by ADK's app name.
                 logger.info(
                     "ready: agent=%s store=%s adk_app_name=%s coordination=%s resumable=%s",
                     served.agent_name,
@@ -90,9 +90,9 @@ def create_app(
                     else "local",
                     settings.resumable_streams,
                 )
-                # SIGTERM drains before uvicorn shuts down (docs/adr/0033).
+                # SIGTERM drains before uvicorn shuts down.
                 signals = ShutdownSignals.install(bridge.drain.run, settings.shutdown_grace_seconds)
-                # ADK's own ERROR of an outage we answer and report: at DEBUG (ADR 0030).
+                # ADK's own ERROR of an outage we answer and report: at DEBUG.
                 try:
                     with (
                         installed(AdkLogs(fence_author=bridge.sessions.app_name)),
@@ -148,7 +148,7 @@ def create_app(
         await websocket.accept()  # a close before it would reach the client as a bare 403
         await websocket.close(code=4404, reason="no agent of that name; this server runs one, at /")
 
-    if settings.metrics:  # docs/adr/0027; before the playground's mount, which takes the rest
+    if settings.metrics:  # before the playground's mount, which takes the rest
 
         @app.get("/metrics", include_in_schema=False)
         async def metrics(request: Request) -> Response:

@@ -23,7 +23,7 @@ class MissingExtraError(RuntimeError):
     """A setting names a store whose client is not installed."""
 
     def __init__(self, setting: str, extra: str, modules: list[str]) -> None:
-        # The package is not on PyPI yet: extras install from a checkout (README: Install it).
+        # The package is not on PyPI yet: extras install from a checkout (docs/getting-started.md).
         super().__init__(
             f"{setting} needs {', '.join(modules)}, which the {extra!r} extra installs: "
             f"pip install '/path/to/adk-stream-protocol[{extra}]' (your checkout's path), "

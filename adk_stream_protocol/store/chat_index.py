@@ -4,7 +4,7 @@ changed, so that chats can be listed and restored without reading ADK's events
 
 One row per (app, user, chat) and one per message, in the session store's own database
 (``chat_tables.py``: tables beside ADK's, on SQLite or PostgreSQL; a write stores only the
-messages that are new or changed, docs/adr/0069), or in this process for an in-memory store
+messages that are new or changed), or in this process for an in-memory store
 (``InMemoryChatIndex``). Both follow the same rules, which keep a chat consistent when
 requests on it race (several tabs, several processes):
 
@@ -67,10 +67,10 @@ class ChatRecord:
 
 @dataclass(frozen=True)
 class ChatOutline:
-    """What a turn needs of a chat's record to join a request to it (docs/adr/0069): each
-    message's id and digest (of its stored JSON), and the last message itself. ``in_rows``:
-    the messages are the index's rows (False: an earlier version's whole-chat column, whose
-    messages a write must store again whole)."""
+    """What a turn needs of a chat's record to join a request to it: each message's id and
+    digest (of its stored JSON), and the last message itself. ``in_rows``: the messages are the
+    index's rows (False: an earlier version's whole-chat column, whose messages a write must
+    store again whole)."""
 
     ids: list[Any]
     digests: list[str]
@@ -87,9 +87,9 @@ class ChatPage:
 @dataclass(frozen=True)
 class LateResult:
     """A tool's result that its run could not store because it had lost the chat (its write
-    refused as stale, or a kept result given up): for the chat's holder to apply (ADR 0073).
-    ``author`` and ``invocation_id``: the call's agent and invocation, which the applied
-    result is stored in."""
+    refused as stale, or a kept result given up): for the chat's holder to apply. ``author``
+    and ``invocation_id``: the call's agent and invocation, which the applied result is stored
+    in."""
 
     call_id: str
     tool_name: str
@@ -151,7 +151,7 @@ class ChatIndex(ABC):
         """``record_messages`` at a response's start, whose end records the chat again:
         when the chat exists and its title and what it waits for stay as they are,
         ``updated_at`` stays too and only the messages are written (on SQLite a rollback
-        journal's pages fewer: docs/adr/0069)."""
+        journal's pages fewer)."""
 
     @abstractmethod
     async def outline(self, app: str, user: str, chat_id: str) -> ChatOutline | None:

@@ -1,5 +1,5 @@
-"""The chat index as tables in the session store's database (docs/adr/0043-chat-index.md,
-docs/adr/0069-chat-record-by-message.md).
+"""The chat index as tables in the session store's database
+(docs/adr/0069-chat-record-by-message.md).
 
 ``adk_stream_chats`` (one row per chat: title, times, what it waits for) and
 ``adk_stream_chat_messages`` (one row per message of a chat, with a digest of its JSON) sit
@@ -16,7 +16,7 @@ both (upsert, row values, ``CASE``), and the rules of ``chat_index.py`` hold acr
 Recording a chat's messages is one transaction that begins with the chat's row (its row lock,
 on SQLite the write lock, orders two writers of a chat), reads the digests of the stored
 messages, and writes only the messages that are new or changed, then drops those past the
-chat's end: a turn writes what it added, not the whole chat (ADR 0069). A response's start
+chat's end: a turn writes what it added, not the whole chat. A response's start
 (``record_start``) reads the chat's row instead, under its lock, and writes it only when more
 than its time would change: its end stamps the chat, and on SQLite each page a transaction
 touches is written twice (the rollback journal's copy, then the page). A chat recorded by an
@@ -24,15 +24,15 @@ earlier version holds its messages as one JSON array in ``adk_stream_chats.messa
 read as it is, and moved into message rows (the column emptied) by its first write. Reading a
 chat is one statement (the chat's row joined with its messages), so it sees one state.
 
-``adk_stream_fencing_tokens`` holds each chat's last fencing token (ADR 0074): taking one is a
-single upsert that returns it, so two takers never get the same. Deleting a chat keeps it.
+``adk_stream_fencing_tokens`` holds each chat's last fencing token: taking one is a single
+upsert that returns it, so two takers never get the same. Deleting a chat keeps it.
 
 Listing reads the index ``(app_name, user_id, updated_at_us, chat_id)`` backwards from the
 cursor, never the messages.
 
-``adk_stream_late_results`` holds the results a run that had lost its chat could not store
-(docs/adr/0073), one row per call (``ON CONFLICT DO NOTHING``: the first is kept) until the
-chat's holder applies it; a turn reads it by the chat's key.
+``adk_stream_late_results`` holds the results a run that had lost its chat could not store, one
+row per call (``ON CONFLICT DO NOTHING``: the first is kept) until the chat's holder applies
+it; a turn reads it by the chat's key.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ TABLE_LOCK_KEY = -1325916794098541722
 # A SQLite writer waits this long for another process's write to end.
 SQLITE_BUSY_SECONDS = 5.0
 # ``adk_stream_chats.messages`` of a chat whose messages are rows of MESSAGES_TABLE. Anything
-# else is the JSON array an earlier version wrote there (ADR 0069).
+# else is the JSON array an earlier version wrote there.
 IN_ROWS = ""
 # Message rows written by one statement (5 parameters each: well under SQLite's 32,766).
 ROWS_PER_STATEMENT = 500
@@ -113,8 +113,8 @@ CREATE_INDEX = (
 )
 # ``seq``: the message's place in the chat, from 0. ``digest``: of its stored JSON;
 # ``message_id``: its id, and ``titled``: whether it has a title's text (a user message with
-# text), so a turn joins and writes without reading the messages (ADR 0069). They come before
-# ``message``, which SQLite may store on overflow pages that a read of a later column follows.
+# text), so a turn joins and writes without reading the messages. They come before ``message``,
+# which SQLite may store on overflow pages that a read of a later column follows.
 CREATE_MESSAGES_TABLE = f"""
 CREATE TABLE IF NOT EXISTS {MESSAGES_TABLE} (
     app_name VARCHAR(128) NOT NULL,
@@ -128,7 +128,7 @@ CREATE TABLE IF NOT EXISTS {MESSAGES_TABLE} (
     PRIMARY KEY (app_name, user_id, chat_id, seq)
 )"""
 # ``response``: the tool's function response as JSON; ``author`` and ``invocation_id``: the
-# call's agent and invocation (ADR 0073).
+# call's agent and invocation.
 CREATE_LATE_TABLE = f"""
 CREATE TABLE IF NOT EXISTS {LATE_TABLE} (
     app_name VARCHAR(128) NOT NULL,

@@ -19,15 +19,15 @@ from adk_stream_protocol.protocol.tool_calls import CONFIRMATION_TOOL
 USER_MESSAGE_ID_KEY = "ui_user_message_id"
 ASSISTANT_MESSAGE_ID_KEY = "ui_assistant_message_id"
 RESPONSE_ID_KEY = "ui_response_id"
-# Set on the runs of responses that hold back text and results (docs/adr/0010).
+# Set on the runs of responses that hold back text and results.
 DEFERRED_KEY = "ui_deferred"
-# On the user event that adds steering messages to a paused turn: their ids, each taken once
-# (docs/adr/0022). Such an event continues its turn; it is no user turn of its own.
+# On the user event that adds steering messages to a paused turn: their ids, each taken once.
+# Such an event continues its turn; it is no user turn of its own.
 STEERING_IDS_KEY = "ui_steering_ids"
 # ADK's live flow stores a user message's event itself, without metadata. A ``/live`` run sends
 # the message's stamps along in its state delta under this key, and the app's session service
 # moves them into the event's ``custom_metadata`` before storing it (``carry_stamps``), so the
-# session's state never holds them (docs/adr/0046).
+# session's state never holds them.
 CARRIED_STAMPS_KEY = "adk_stream:stamps"
 
 
@@ -62,7 +62,7 @@ def live_events(events: Sequence[Event]) -> list[Event]:
 def ends_on_users_side(events: Sequence[Event]) -> bool:
     """Whether the history's last content is the user's (a message, or results of the model's
     calls): a live model given this history answers it as it connects. ADK leaves a
-    confirmation request out of the model's contents, so it does not count (ADR 0047)."""
+    confirmation request out of the model's contents, so it does not count."""
     for event in reversed(live_events(events)):
         if event.content is not None and event.content.parts and not event.partial:
             if _asks_confirmation(event):

@@ -22,10 +22,10 @@ its call was answered meanwhile, or the lease lapsed while the result waited), t
 not lost but handed to that holder instead (``hand_off_to``, docs/adr/0073).
 
 The same hand-off takes a tool's result whose append the store refuses as stale: the run lost
-its chat (a paused or starved process that woke after another took it over and fenced it off,
-docs/adr/0034). The stale run still writes nothing to the session; the chat's holder applies
-the result under its own lease (``turns/late_results.py``). A hand-off the store cannot take
-either is logged (WARNING, chat and call) and lost.
+its chat (a paused or starved process that woke after another took it over and fenced it off).
+The stale run still writes nothing to the session; the chat's holder applies the result under
+its own lease (``turns/late_results.py``). A hand-off the store cannot take either is logged
+(WARNING, chat and call) and lost.
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ class ResultOutbox(WrappedSessions):
         self._late: ChatIndex | None = None
 
     def hand_off_to(self, late: ChatIndex) -> None:
-        """Where results of runs that lost their chat go (the chat index, docs/adr/0073)."""
+        """Where results of runs that lost their chat go (the chat index)."""
         self._late = late
 
     @property
@@ -294,8 +294,8 @@ class ResultOutbox(WrappedSessions):
             _give_up(kept, reason)
 
     async def _hand_off(self, app_name: str, chat: _Chat, event: Event, why: str) -> None:
-        """The event's tool results, for the chat's holder to apply (docs/adr/0073). One
-        WARNING per result: handed off, or lost when the store cannot take it either."""
+        """The event's tool results, for the chat's holder to apply. One WARNING per result:
+        handed off, or lost when the store cannot take it either."""
         user_id, chat_id = chat
         for late in late_results_of(event):
             try:

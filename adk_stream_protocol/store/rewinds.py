@@ -10,8 +10,8 @@ value ``None``, because a delta can only set keys: every session service merges 
 ``rewind`` runs ADK's rewind, then removes those keys in the store itself: exactly the keys
 ADK's rewind event set to ``None`` that the state before the rewound invocation did not
 hold. The removal is a conditional write on the session's revision after the rewind event,
-so a writer fenced off meanwhile (docs/adr/0034) cannot be overwritten, and it changes no
-revision: the session's events stay as ADK wrote them.
+so a writer fenced off meanwhile cannot be overwritten, and it changes no revision: the
+session's events stay as ADK wrote them.
 
 Only session-scoped keys: ADK does not rewind ``app:`` and ``user:`` state (they are shared
 with other chats), and ``temp:`` state is never stored.
@@ -249,7 +249,7 @@ async def rewind_before_event(
     # ADK's rewind starts at the invocation's first event, rewound since or not.
     first = next(i for i, e in enumerate(events) if e.invocation_id == invocation)
     live = {id(e) for e in live_events(events[:index])}
-    # A fence marks a take-over at its own time (docs/adr/0034): not copied.
+    # A fence marks a take-over at its own time: not copied.
     kept = [
         e
         for e in events[first:index]

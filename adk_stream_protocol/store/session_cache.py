@@ -172,8 +172,8 @@ class SessionCache(WrappedSessions):
         try:
             return await self._append(session, event)
         except StaleSessionError:
-            # The stale-session check's refusal (the fence's, docs/adr/0034): its one line,
-            # no traceback; ADK's loggers and ours know the exception and stay quiet (ADR 0072).
+            # The stale-session check's refusal (the fence's): its one line, no traceback;
+            # ADK's loggers and ours know the exception and stay quiet.
             logger.warning(
                 "write refused as stale: another holder wrote to the chat user=%s chat=%s "
                 "author=%s invocation=%s",

@@ -36,7 +36,7 @@ logger = logging.getLogger(__name__)
 # A PostgreSQL that does not answer (frozen, or a network that drops packets) is given up on:
 # a new connection after CONNECT_TIMEOUT_SECONDS, a statement after COMMAND_TIMEOUT_SECONDS
 # (also the pool's pre-ping of a connection it hands out). Without them a request would hang
-# for as long as the server does. (docs/adr/0030-outages.md)
+# for as long as the server does.
 CONNECT_TIMEOUT_SECONDS = 2.0
 COMMAND_TIMEOUT_SECONDS = 5.0
 
@@ -63,7 +63,7 @@ _TABLE_ATTEMPTS = 3
 FENCE_KEY = "ui_fence"
 FENCE_ATTEMPTS = 3
 
-# The store every app run in one folder shared before each app had its own (docs/adr/0024).
+# The store every app run in one folder shared before each app had its own.
 LEGACY_SESSION_STORE = "sqlite:///.adk-stream/sessions.db"
 _SQLITE = "sqlite:///"
 
@@ -81,7 +81,7 @@ def store_url(setting: str, app_name: str) -> str:
     logger.warning(
         "chats are read from %s, the store every app in this folder used to share; this "
         "app's own is %s. To keep the shared one, set ADK_STREAM_SESSION_STORE=%s; to give "
-        "this app its own, copy the file there (README: Where chats live)",
+        "this app its own, copy the file there (docs/operating/settings.md, Where chats live)",
         legacy,
         own,
         LEGACY_SESSION_STORE,
@@ -144,7 +144,7 @@ class ChatSessions:
         self.service = service
         self.app_name = app_name
         self._outages = outages or Outages()
-        # The chats' histories this process read (docs/adr/0070); None: every read is whole.
+        # The chats' histories this process read; None: every read is whole.
         self.cache = session_cache(service)
 
     @property
@@ -186,7 +186,7 @@ class ChatSessions:
     async def fence(self, user_id: str, chat_id: str, generation: int) -> Session:
         """Fence off the chat's former holder, whose lease lapsed (it crashed or stalled, and
         may still write): append a content-less event, so the store refuses that holder's
-        next append as stale (docs/adr/0034). The chat's session, with the fence.
+        next append as stale. The chat's session, with the fence.
 
         Authored by the app, never ``"user"`` (the last user event is the one ADK reads
         approvals from), and in an invocation of its own: ADK's routing skips an author it

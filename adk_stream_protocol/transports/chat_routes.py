@@ -342,9 +342,9 @@ async def _active(bridge: Bridge, chats: list[ChatKey]) -> set[ChatKey]:
 
 async def _cut(bridge: Bridge, chat: ChatKey, messages: list[Any]) -> bool:
     """A chat whose last assistant message a crash cut short reads as answering: a page's
-    resume finishes that turn, and its response rebuilds the message first (ADR 0032, 0045),
-    so a page following the README's recipe must start without it. Read from the session,
-    only for a chat with no response running whose last message may be such a turn's."""
+    resume finishes that turn, and its response rebuilds the message first, so a page following
+    the recipe of docs/frontend/chats.md must start without it. Read from the session, only for
+    a chat with no response running whose last message may be such a turn's."""
     if not messages or not _may_be_cut(messages[-1]):
         return False
     return bool(await _stored(bridge, has_cut_turn(bridge.turns, chat)))

@@ -58,7 +58,7 @@ MAX_OPEN_REQUESTS = 32
 CLOSE_BAD_FRAME = 4400
 CLOSE_UNSUPPORTED = 1003
 CLOSE_TOO_BIG = 1009
-CLOSE_RESTART = 1012  # Service Restart: connect again (docs/adr/0033)
+CLOSE_RESTART = 1012  # Service Restart: connect again
 
 
 class ChatSocket:
@@ -72,7 +72,7 @@ class ChatSocket:
         self._requests: dict[str, SocketRequest] = {}
         self._send_lock = asyncio.Lock()
 
-    # A socket: a restart closes it after its requests' responses ended (docs/adr/0033).
+    # A socket: a restart closes it after its requests' responses ended.
     order = 2
     busy = False
 

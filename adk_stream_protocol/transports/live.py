@@ -59,7 +59,7 @@ router = APIRouter()
 @router.websocket("/live")
 async def live(websocket: WebSocket) -> None:
     bridge = bridge_of(websocket.app.state)
-    if bridge.drain.draining:  # a restart: connect to another instance (docs/adr/0033)
+    if bridge.drain.draining:  # a restart: connect to another instance
         restarting = bridge.drain.refusal()
         await _deny(
             websocket, restarting.status, restarting.message, retry_after=restarting.retry_after
@@ -126,7 +126,7 @@ async def _serve_chat(
     bridge.outages.up(REDIS)
     if resume and not followed:
         await websocket.send_text(json.dumps({"type": "no-active"}))
-    # A restart waits for the socket's open answer, then closes it (docs/adr/0033).
+    # A restart waits for the socket's open answer, then closes it.
     restart = LiveRestart(bridge.drain, websocket)
     connection = LiveConnection(
         bridge.turns,
@@ -184,8 +184,8 @@ async def _after_active_response(
 
 
 async def _fence(bridge: Bridge, chat: ChatKey, lease: ChatLease) -> None:
-    """The chat was taken over from a holder that lapsed: fence it off (docs/adr/0034)
-    before the run reads the session. A failure lets the chat go."""
+    """The chat was taken over from a holder that lapsed: fence it off before the run reads the
+    session. A failure lets the chat go."""
     try:
         await bridge.sessions.fence(*chat, lease.generation)
     except BaseException:

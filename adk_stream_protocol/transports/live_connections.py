@@ -162,7 +162,7 @@ class LiveConnection:
         )
         self._turn: LiveTurn | None = None
         # Set when ADK's live mode cannot run the agent: no run starts, each message is
-        # refused with it (docs/adr/0063).
+        # refused with it.
         self._refusal = services.runners.live_refusal
         # Confirmations waiting in the session (a socket left them): answered by run_async.
         self._stored = StoredPause(services, held.chat, held.lease)
@@ -365,9 +365,9 @@ class LiveConnection:
                 self._slot.release()  # refused, or already ended
 
     async def _completed(self, request: ChatRequest) -> ChatRequest:
-        """The request completed from the chat's record (docs/adr/0069), under the socket's
-        lease (a stored pause's answer is completed under its own); a store that is down is
-        the request's refusal, saying to try again."""
+        """The request completed from the chat's record, under the socket's lease (a stored
+        pause's answer is completed under its own); a store that is down is the request's
+        refusal, saying to try again."""
         services = self._services
         try:
             return await services.responses.records.complete(

@@ -31,7 +31,7 @@ CLOSE_CHAT_DELETED = 4410  # as HTTP 410 Gone: the chat was deleted (DELETE /cha
 DELETED_REASON = "this chat was deleted"
 CLOSE_TOO_BIG = 1009
 CLOSE_INTERNAL = 1011
-CLOSE_RESTART = 1012  # Service Restart: connect again, to another instance (docs/adr/0033)
+CLOSE_RESTART = 1012  # Service Restart: connect again, to another instance
 CLOSE_TRY_AGAIN_LATER = 1013  # a store is unavailable: reconnect after a pause
 
 # Keys of the envelope around a `message` frame's chat request, accepted and ignored.

@@ -90,7 +90,7 @@ def _openapi() -> dict[str, Any]:
 @router.post("/stream", response_model=None, openapi_extra=_openapi())
 async def stream(request: Request, user_id: Annotated[str, Depends(current_user)]) -> Response:
     bridge = bridge_of(request.app.state)
-    if bridge.drain.draining:  # a restart: another instance answers (docs/adr/0033)
+    if bridge.drain.draining:  # a restart: another instance answers
         return _draining(bridge)
     slots = bridge.response_slots
     if not slots.try_acquire():
@@ -199,10 +199,10 @@ async def resume_stream(
 
 
 async def _finish_cut_turn(bridge: Bridge, chat: ChatKey, slots: ResponseSlots) -> Response:
-    """No response runs: a turn a crash cut short is finished as this response (ADR 0032);
-    otherwise there is nothing to resume (204). While the store cannot say, there is nothing
-    to resume either: a page resuming on mount shows no error, and the turn is finished by
-    the next request instead."""
+    """No response runs: a turn a crash cut short is finished as this response; otherwise there
+    is nothing to resume (204). While the store cannot say, there is nothing to resume either:
+    a page resuming on mount shows no error, and the turn is finished by the next request
+    instead."""
     sink = QueueSink()
     try:
         turn = await begin_resumed_turn(bridge.turns, chat, sink, on_end=slots.release)

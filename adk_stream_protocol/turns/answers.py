@@ -1,11 +1,10 @@
 """What a continuation answers: the approvals and browser results the client's last assistant
-message gives, checked against what the chat waits for (docs/adr/0020).
+message gives, checked against what the chat waits for.
 
 ``collect_answers`` and ``check_complete`` are the one set of rules for that on every
 transport: each reads what is pending through ``OpenInterrupts``, the one view of what a turn
 waits for (docs/adr/0057), made from the stored session on ``/stream`` and from the running
-turn on ``/live``. ``take_steering`` adds the steering messages that ride with the answers
-(docs/adr/0022).
+turn on ``/live``. ``take_steering`` adds the steering messages that ride with the answers.
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ class Decision:
     approval_id: str
     call_id: str
     approved: bool
-    payload: JsonValue = None  # the payload the user edited, if any (docs/adr/0041)
+    payload: JsonValue = None  # the payload the user edited, if any
 
 
 @dataclass
@@ -147,7 +146,7 @@ def check_complete(answers: Answers, message_id: str, view: OpenInterrupts) -> N
 
 class OpenInterrupts:
     """What a turn waits for from the page: the one view ``collect_answers`` and
-    ``check_complete`` read, on every transport (docs/adr/0057).
+    ``check_complete`` read, on every transport.
 
     It reads the turn's calls as its session holds them: ADK's pause on ``run_async``; on
     ``run_live`` the gate's, which it stores the same way and the live turn folds as it asks

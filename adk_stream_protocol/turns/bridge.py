@@ -52,12 +52,12 @@ class Bridge:
         outages: Outages | None = None,
     ) -> None:
         self.settings = settings
-        # Which stores are down: one WARNING per outage, an INFO when it ends (ADR 0030).
+        # Which stores are down: one WARNING per outage, an INFO when it ends.
         self.outages = outages or Outages()
         self.coordination = coordination
         self.telemetry = Telemetry(Metrics() if settings.metrics else None)
-        # A tool's result the store could not take is written when it is back (ADR 0035).
-        # Under it, the chats' histories this process has read (docs/adr/0070).
+        # A tool's result the store could not take is written when it is back. Under it, the
+        # chats' histories this process has read.
         self.session_cache = SessionCache(
             create_session_service(settings.session_store),
             int(settings.session_cache_mb * 1024 * 1024),
@@ -67,9 +67,8 @@ class Bridge:
             self.outages,
             retry_seconds=settings.result_retry_seconds,
         )
-        # Each chat's messages as its page held them, beside the sessions (docs/adr/0043), its
-        # fencing tokens (docs/adr/0074), and the results of runs that lost it, waiting for its
-        # holder (docs/adr/0073).
+        # Each chat's messages as its page held them, beside the sessions, its fencing tokens,
+        # and the results of runs that lost it, waiting for its holder.
         self.chats = create_chat_index(settings.session_store, self.outbox)
         self.outbox.hand_off_to(self.chats)
         self.tools = ChatTools(
@@ -92,7 +91,7 @@ class Bridge:
         self.records = ChatRecords(self.chats, self.sessions.app_name, self.recorder)
         self.response_slots = ResponseSlots(settings.max_concurrent_responses)
         self.tasks = BackgroundTasks()
-        # What a restart ends, and whether one is under way (docs/adr/0033).
+        # What a restart ends, and whether one is under way.
         self.drain = Drain()
         self.turns = TurnServices(
             settings,

@@ -38,8 +38,8 @@ logger = logging.getLogger(__name__)
 
 
 class DeliveryRecord(Protocol):
-    """Sees the chunks a response delivers, then its end (a recording: docs/adr/0026).
-    Called on the event loop: it must neither block nor raise."""
+    """Sees the chunks a response delivers, then its end (a recording). Called on the event
+    loop: it must neither block nor raise."""
 
     def delivered(self, chunks: Sequence[BaseChunk]) -> None: ...
 
@@ -80,7 +80,7 @@ class MessageRecord:
     def rebuilt(self, start: Sequence[BaseChunk]) -> list[BaseChunk]:
         """Before ``start`` is delivered: when the response continues the message the client
         held (``start`` names it), the chunks that rebuild that message, for the chunk log
-        only (docs/adr/0045)."""
+        only."""
         message = self._fold.message
         ids = [c.message_id for c in start if isinstance(c, StartChunk)]
         if not self._rebuilds or not message.get("parts") or ids != [message.get("id")]:
@@ -153,7 +153,7 @@ class ResponseRecords:
         self._lease = lease  # the messages are stored at the end only while it is held
 
     def rebuilt(self, start: Sequence[BaseChunk]) -> list[BaseChunk]:
-        """What a resumer reads after ``start``: the continued message rebuilt (ADR 0045)."""
+        """What a resumer reads after ``start``: the continued message rebuilt."""
         return self._messages.rebuilt(start) if self._messages is not None else []
 
     def delivered(self, chunks: Sequence[BaseChunk]) -> None:
@@ -164,8 +164,8 @@ class ResponseRecords:
 
     async def settle(self) -> None:
         """Before the response's ``[DONE]``: the messages stored, unless the response lost its
-        chat: another holder may have it and its record (a late result applied there,
-        docs/adr/0073), which a run that lost it does not write over."""
+        chat: another holder may have it and its record (a late result applied there), which a
+        run that lost it does not write over."""
         if self._messages is None:
             return
         if self._lease is not None and not self._lease.held():
@@ -192,8 +192,8 @@ class ChatRecords:
         self, chat: ChatKey, request: ChatRequest, *, max_added_bytes: int
     ) -> ChatRequest:
         """The request with the chat's recorded messages before the ones it sent, under the
-        chat's lease, before it is planned (docs/adr/0069): 409 when it does not fit the
-        record, 413 when it adds more than ``max_added_bytes`` to it."""
+        chat's lease, before it is planned: 409 when it does not fit the record, 413 when it
+        adds more than ``max_added_bytes`` to it."""
         user, chat_id = chat
         outline = await self.index.outline(self._app, user, chat_id)
         if outline is None or (outline.in_rows and self._recorder.directory is None):
@@ -209,7 +209,7 @@ class ChatRecords:
         held = stored.messages if stored is not None else None
         earlier = join_chat(held, request, max_added_bytes=max_added_bytes)
         in_rows = outline is None or outline.in_rows
-        # A tool output the record learnt late is not undone by the page's old copy (ADR 0073).
+        # A tool output the record learnt late is not undone by the page's old copy.
         kept = keep_late_outputs(held or [], request.chat_messages, len(earlier))
         return request.completed(earlier, since=len(earlier) if in_rows else 0, sent=kept)
 
@@ -241,7 +241,7 @@ class ChatRecords:
             new_message = request.last_message.role == "user"
             since = request.record_since
             # The end records the chat again (its ``updated_at``): the start leaves the
-            # chat's row alone when only messages change (docs/adr/0069).
+            # chat's row alone when only messages change.
             if not await chats.record_start(
                 app, user, chat_id, messages, create=new_message, since=since
             ):

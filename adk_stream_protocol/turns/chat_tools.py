@@ -1,12 +1,11 @@
 """``ChatTools``: our plugins as a turn talks to them, built once per application and carried
 by both runners (docs/adr/0053).
 
-A turn opens its chat's route for the data parts its tools send (``ui``, docs/adr/0025) and
-holds the lease their starts are marked under (``starts``, docs/adr/0032); a restart waits
-for the tools that run now (``running``, docs/adr/0033). On ``/live`` the approval gate waits
-for the user's answers (``gate``) and stores the page's state that came with them
-(``page_states``, docs/adr/0044). With a sign-in callback, OAuth2 sign-ins come back to the
-server (``sign_ins``, docs/adr/0065).
+A turn opens its chat's route for the data parts its tools send (``ui``) and holds the lease
+their starts are marked under (``starts``); a restart waits for the tools that run now
+(``running``). On ``/live`` the approval gate waits for the user's answers (``gate``) and
+stores the page's state that came with them (``page_states``). With a sign-in callback, OAuth2
+sign-ins come back to the server (``sign_ins``).
 """
 
 from __future__ import annotations
@@ -39,7 +38,7 @@ class ChatTools:
         self.starts = starts
         self.running = RunningTools()  # which tools of a chat run now
         self.page_states = PageStates()  # the page's changes sent with an answer on /live
-        # OAuth2 sign-ins that come back to the server's callback, when it has one (ADR 0065).
+        # OAuth2 sign-ins that come back to the server's callback, when it has one.
         self.sign_ins = sign_ins
         # /live's gate: ADK's live flow cannot confirm a tool, so the server asks itself.
         self.gate = LiveApprovalPlugin(

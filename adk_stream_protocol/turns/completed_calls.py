@@ -114,7 +114,7 @@ def find_long_running_call(events: Sequence[Event], call_id: str) -> StoredCall:
 
 def final_result(output: Any = None, error: str | None = None) -> dict[str, Any]:
     """The ``FunctionResponse.response`` of a delivered result: ADK's shapes, a dict as it
-    is, any other value under ``result``, a failure as ``{"error": …}`` (docs/adr/0003)."""
+    is, any other value under ``result``, a failure as ``{"error": …}``."""
     if error is not None:
         return {"error": error}
     return output if isinstance(output, dict) else {"result": output}
@@ -188,7 +188,7 @@ async def _plan(
         session = await sessions.service.get_session(
             app_name=sessions.app_name, user_id=chat[0], session_id=chat[1]
         )
-    # Results of a run that lost the chat, before the call is looked for (ADR 0073).
+    # Results of a run that lost the chat, before the call is looked for.
     if session is not None and await settle_late_results(runners, chat):
         session = await sessions.service.get_session(
             app_name=sessions.app_name, user_id=chat[0], session_id=chat[1]

@@ -10,7 +10,7 @@ turn object; ``/stream`` finds them again in the stored session (the events are 
 
 What a tool sends the page while it runs (its data parts, the files of the artifacts it
 saved) is no part of the session, so it is never held: it goes out when the response
-settles, paused or not (docs/adr/0025).
+settles, paused or not.
 """
 
 from __future__ import annotations

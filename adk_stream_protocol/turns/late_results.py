@@ -1,10 +1,10 @@
 """Late results, applied by the chat's holder (docs/adr/0073).
 
 A run that lost its chat (paused or starved past its lease, then fenced off by the next
-holder, docs/adr/0034) may still finish a tool: the money moved, but its result's append is
-refused as stale, and a kept result (docs/adr/0035) is given up once another holder has the
-chat. ``ResultOutbox`` hands such results to the chat index instead of losing them; the stale
-run never writes the session itself.
+holder) may still finish a tool: the money moved, but its result's append is refused as stale,
+and a kept result is given up once another holder has the chat. ``ResultOutbox`` hands such
+results to the chat index instead of losing them; the stale run never writes the session
+itself.
 
 Whoever takes the chat applies them under its lease, after any fence and before it decides
 how to finish a cut turn (``settle_late_results``). Per late result for call X:

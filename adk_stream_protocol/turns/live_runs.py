@@ -2,12 +2,12 @@
 live model is in its own turn.
 
 One run serves every message of the socket; a regenerate or an edit closes it and opens
-another on the rewound session (``reopen``, docs/adr/0046). The run knows nothing of
-responses, turns or sockets: it reports (``RunReports``) each event, each data part its
-tools send (``ToolData``) and its failure (``RunFailed``) to whoever drives the socket, which
-hands them to its current turn. It discards what the client did not ask for until that model
-turn ends: the tail of a turn interrupted or abandoned by a new message, and the answer to a
-history that ends on the user's side, which the model gives as it connects.
+another on the rewound session (``reopen``). The run knows nothing of responses, turns or
+sockets: it reports (``RunReports``) each event, each data part its tools send (``ToolData``)
+and its failure (``RunFailed``) to whoever drives the socket, which hands them to its current
+turn. It discards what the client did not ask for until that model turn ends: the tail of a
+turn interrupted or abandoned by a new message, and the answer to a history that ends on the
+user's side, which the model gives as it connects.
 """
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ _CLOSE_WAIT_SECONDS = 2.0
 
 @dataclass(frozen=True)
 class ToolData:
-    """A data part a tool of the run sent while it ran (``send_data``, docs/adr/0025), and
-    the id of its call."""
+    """A data part a tool of the run sent while it ran (``send_data``), and the id of its
+    call."""
 
     chunk: DataChunk
     call_id: str | None
@@ -170,7 +170,7 @@ class LiveRun:
         self._trace: LiveRunTrace | None = None  # the run's span, once it started
         self._observer: ResponseObserver | None = None  # of the socket's latest response
         # The chat's shared state, from the session the run starts on and every event of the
-        # run, those of no response too (docs/adr/0044).
+        # run, those of no response too.
         self.shared_state: SharedState | None = None
 
     @property
@@ -219,9 +219,9 @@ class LiveRun:
 
     async def _finish_cut_turn(self) -> None:
         """A turn whose run was cut short (a crash) is finished before the model connects,
-        unseen: the model then gets the whole history (docs/adr/0032)."""
+        unseen: the model then gets the whole history."""
         chat = self._chat
-        # Results of a run that lost the chat first: they may finish the turn (ADR 0073).
+        # Results of a run that lost the chat first: they may finish the turn.
         await settle_late_results(self._runners, chat)
         recovery = await stored_recovery(self._runners, chat)
         if recovery is None:
@@ -252,7 +252,7 @@ class LiveRun:
     def chat_parts(self) -> ChatParts:
         """What one response of this socket sends of its chat beside the model's answer:
         the artifacts the run's tools save, the chat's shared state as the run keeps it, who
-        answered (docs/adr/0044)."""
+        answered."""
         return ChatParts(
             files=self._files,
             shared_state=self.shared_state,

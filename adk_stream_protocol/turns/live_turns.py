@@ -94,7 +94,7 @@ class LiveTurn:
         self._steering: list[types.Part] = []  # taken, for when the model's turn completes
         # The model goes on with answers the socket gave (a decision, a browser result) and
         # has not completed its turn yet: a continuation that brings nothing new is answered
-        # with the rest of it, whenever the client sends it (docs/adr/0011, amended).
+        # with the rest of it, whenever the client sends it (docs/adr/0011).
         self._working = False
         self.response: LiveResponse | None = None
         self._ending: LiveResponse | None = None  # the last response closed, maybe still ending
@@ -113,7 +113,7 @@ class LiveTurn:
     ) -> LiveResponse:
         """The next response of the turn; ``on_end``: called as it closes (it gives back
         the process's response slot); ``page_state``: the request's changes to the shared
-        state, stored by the run before the model goes on (docs/adr/0044)."""
+        state, stored by the run before the model goes on."""
         self._run.send_state(page_state, answers=continuation)
         converter = StreamProtocolConverter(
             message_id=message_id,
@@ -196,8 +196,8 @@ class LiveTurn:
             await self.end_if_paused()
 
     async def tool_data(self, chunk: DataChunk, call_id: str | None) -> None:
-        """A data part from a tool of this turn, into its open response (docs/adr/0025). A
-        tool of an abandoned turn still running has no part in this message: dropped."""
+        """A data part from a tool of this turn, into its open response. A tool of an abandoned
+        turn still running has no part in this message: dropped."""
         response = self.response
         if response is not None and (call_id is None or call_id in self.calls.calls):
             await response.tool_data(chunk, call_id)
@@ -237,7 +237,7 @@ class LiveTurn:
             if call.call_id in self._delivered:
                 return  # its result came meanwhile: the run has it, nothing waits
             if call.call_id in self._rearm:
-                # Approved without its result: the browser runs it now (docs/adr/0011).
+                # Approved without its result: the browser runs it now.
                 self._rearm.discard(call.call_id)
                 name = self.calls.calls.get(call.call_id, "")
                 args = self.calls.call_args.get(call.call_id, {})
@@ -285,7 +285,7 @@ class LiveTurn:
     async def apply_answers(self, answers: Answers) -> None:
         """Run what the answers decide, inside the response just opened for them."""
         # Steering waits for the end of the model's turn: user content sent while the model
-        # waits for tool results or answers interrupts it (docs/adr/0022).
+        # waits for tool results or answers interrupts it.
         self._steered.update(answers.steering_ids)
         self._steering.extend(answers.steering)
         if self.response is not None:

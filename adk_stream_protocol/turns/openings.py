@@ -1,7 +1,7 @@
 """Opening a response, on every transport: its chunk log as soon as the chat's lease is held
 (from then on the chat reads as answering, docs/adr/0045), then the chat's stop signal and
-its records (the request's messages stored, docs/adr/0042). ``OpenedResponse`` is what a
-``run_async`` turn holds of its chat while it runs.
+its records (the request's messages stored). ``OpenedResponse`` is what a ``run_async`` turn
+holds of its chat while it runs.
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ from adk_stream_protocol.turns.response import UnloggedResponse
 class Client:
     """Who a response goes to: the transport it asked over, and the AI SDK version the
     transport knows it speaks (7 only on an ai 7 socket, or when a ``POST /stream`` body says
-    so, docs/adr/0023); None where it does not know: its chunks are ai 6's, and its records
-    fold as the request says. ``resumes``: it asked for none of it, it resumes (a cut turn
-    finished on ``GET /stream/{chatId}/stream``): it holds no copy of the message the response
-    continues, and gets its rebuild as a resumer reading the chunk log does (docs/adr/0045)."""
+    so); None where it does not know: its chunks are ai 6's, and its records fold as the
+    request says. ``resumes``: it asked for none of it, it resumes (a cut turn finished on
+    ``GET /stream/{chatId}/stream``): it holds no copy of the message the response continues,
+    and gets its rebuild as a resumer reading the chunk log does."""
 
     transport: Transport = "stream"
     ai_sdk: AiSdkVersion | None = None
@@ -66,7 +66,7 @@ class ResponseOpener:
 
     async def open_log(self, chat: ChatKey, lease: ChatLease) -> ResponseLog:
         """A new response's chunk log, or none while its store is unavailable: the response
-        still reaches its own client; only a resume of it would find nothing (ADR 0030)."""
+        still reaches its own client; only a resume of it would find nothing."""
         try:
             return await self._coordination.chunk_logs.open(chat, lease)
         except Exception as exc:
@@ -80,7 +80,7 @@ class ResponseOpener:
     async def opening(self, chat: ChatKey, lease: ChatLease) -> AsyncIterator[ResponseLog]:
         """A new response's chunk log, opened as soon as the chat's lease is held: from here
         the chat reads as answering, so a page that reloads while the turn is planned and
-        its messages stored resumes it (ADR 0045). Closed again if the turn never starts."""
+        its messages stored resumes it. Closed again if the turn never starts."""
         log = await self.open_log(chat, lease)
         try:
             yield log

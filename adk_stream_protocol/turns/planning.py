@@ -9,10 +9,9 @@ the request and the stored events, so it is tested without running anything.
 
 ``plan_request`` is that step for a request turn (``POST /stream``, an ai 7 socket's ``send``),
 under the chat's lease: the stored session read (or fenced after an unclean takeover), the late
-results of a run that lost the chat applied (docs/adr/0073), the plan made, and what must be
-in the session before the run starts: a rewind, the results the plan stores in the paused
-invocation, and the page's changes to the shared state when no run carries them
-(docs/adr/0044).
+results of a run that lost the chat applied, the plan made, and what must be in the session
+before the run starts: a rewind, the results the plan stores in the paused invocation, and the
+page's changes to the shared state when no run carries them.
 """
 
 from __future__ import annotations
@@ -81,7 +80,7 @@ class TurnPlan:
     rewind_before_event_id: str | None = None
     # Stored before the run, in the paused invocation: browser results (ADK drops them from a
     # message that also answers a confirmation), cancellations, and steering messages (ADK
-    # refuses text beside function responses; docs/adr/0022).
+    # refuses text beside function responses).
     prior_tool_results: types.Content | None = None
     prior_invocation_id: str | None = None
     prior_metadata: dict[str, Any] | None = None  # the stored event's custom_metadata
@@ -94,12 +93,12 @@ class TurnPlan:
     replay: list[list[Event]] = field(default_factory=list)
     # Hold back text and earlier results if this response pauses for the client again.
     defer: bool = False
-    # A cut run of this turn to finish (docs/adr/0032): as this response when the request
-    # answers nothing new (a retry), else before the new message runs.
+    # A cut run of this turn to finish: as this response when the request answers nothing new
+    # (a retry), else before the new message runs.
     recovery: Recovery | None = None
     state_delta: dict[str, Any] | None = None  # the page's shared state, on the user's event
-    # Calls whose late result the plan's step applied (docs/adr/0073): the chat's record
-    # changed under the request's join.
+    # Calls whose late result the plan's step applied: the chat's record changed under the
+    # request's join.
     settled_late: list[str] = field(default_factory=list)
 
 
@@ -185,7 +184,7 @@ def _continue(
     take_steering(answers, last, used_steering_ids(history))
     if answers.empty() and not answers.steering_ids and (recovery := recovery_of(calls)):
         # The same answers again, after the run they started was cut short: finish that run
-        # instead of refusing the retry (docs/adr/0032).
+        # instead of refusing the retry.
         return TurnPlan(
             message_id=last.id,
             new_message=None,
@@ -236,7 +235,7 @@ def _continue(
         plan.new_message = types.Content(role="user", parts=confirmations or outputs)
     if answers.steering:
         # ADK refuses text beside function responses: the steering is stored in the paused
-        # invocation too, and SteeringPlugin puts it into the model's input (docs/adr/0022).
+        # invocation too, and SteeringPlugin puts it into the model's input.
         prior.extend(answers.steering)
         plan.prior_metadata = {STEERING_IDS_KEY: answers.steering_ids}
     if prior:
@@ -259,10 +258,10 @@ async def plan_request(
     defer_intermediate: bool,
 ) -> tuple[TurnPlan, SharedState | None]:
     """The request's plan against the stored session, under the chat's lease, and what must
-    be stored before its run: a rewind, prior results, the page's state (ADR 0044); with the
-    chat's shared state, changed by the rewind and the request, for its response.
-    ``defer_intermediate``: a continuation holds back what comes before its final answer
-    (``stream_intermediate_results`` off)."""
+    be stored before its run: a rewind, prior results, the page's state; with the chat's shared
+    state, changed by the rewind and the request, for its response. ``defer_intermediate``: a
+    continuation holds back what comes before its final answer (``stream_intermediate_results``
+    off)."""
     sessions = runners.sessions
     if lease.unclean:  # the former holder lapsed: its writes are refused from now on
         session = await sessions.fence(user_id, request.id, lease.generation)

@@ -7,8 +7,8 @@ in the session says what is owed:
   to it. The resumed invocation runs it (approved) or refuses it (denied), once.
 - a call whose start is recorded but whose result is not: it may have done its work. It gets
   ``OUTCOME_UNKNOWN_RESULT`` and is never run again automatically, unless its tool is declared
-  idempotent (docs/adr/0074): then it is run again under the same call id
-  (``turns/idempotent_calls.py``), and its result is the one recorded.
+  idempotent: then it is run again under the same call id (``turns/idempotent_calls.py``), and
+  its result is the one recorded.
 - any other call of the run without a result never started: ``NOT_STARTED_RESULT``.
 - results stored and no model answer after them: the resumed invocation calls the model.
 

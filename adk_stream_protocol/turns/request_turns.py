@@ -13,7 +13,7 @@ says it is done with the response (``stop``, an ai 7 socket's ``abort``) stops i
 
 A turn is given what it runs with (``TurnServices``), the response opened for it under the
 chat's lease for its ``Client`` (``OpenedResponse``: the transport, the AI SDK version the
-client is known to speak, docs/adr/0023), and its ``PlannedTurn``.
+client is known to speak), and its ``PlannedTurn``.
 """
 
 from __future__ import annotations
@@ -70,11 +70,11 @@ async def begin_request_turn(
     on_end: Callable[[], None],
 ) -> RequestTurn:
     """Plan the request under the chat's lease and start its run. Refusals raise
-    ``RequestError`` before anything is sent, a store's outage as 503 (docs/adr/0030);
-    ``on_end`` is called once the run has ended."""
+    ``RequestError`` before anything is sent, a store's outage as 503; ``on_end`` is called
+    once the run has ended."""
     runtime = services.runtime
     try:
-        # 503 once the server drains; a plan under way holds the drain (docs/adr/0033).
+        # 503 once the server drains; a plan under way holds the drain.
         with runtime.drain.admission():
             turn = await _begin(services, (user_id, request.id), request, sink, client, on_end)
     except Exception as exc:
@@ -118,9 +118,8 @@ async def _begin(
 async def plan_joined(
     services: TurnServices, chat: ChatKey, request: ChatRequest, lease: ChatLease
 ) -> tuple[ChatRequest, TurnPlan, SharedState | None]:
-    """The request completed from the chat's record (docs/adr/0069) and planned, under the
-    chat's lease; joined again when the plan applied late results, which change the record
-    under the join (docs/adr/0073)."""
+    """The request completed from the chat's record and planned, under the chat's lease; joined
+    again when the plan applied late results, which change the record under the join."""
     records, limit = services.responses.records, services.settings.max_added_bytes
     completed = await records.complete(chat, request, max_added_bytes=limit)
     plan, shared_state = await plan_request(
@@ -153,7 +152,7 @@ async def take_chat(services: TurnServices, chat: ChatKey) -> ChatLease:
 
 async def _refuse_while_results_wait(services: TurnServices, chat: ChatKey) -> None:
     """A chat whose turn holds its lease until kept results are saved, here or in another
-    process: 503, since the store's return ends it, not the busy 409 (docs/adr/0035)."""
+    process: 503, since the store's return ends it, not the busy 409."""
     leases = services.coordination.leases
     if services.runners.outbox.holds(chat) or await leases.results_waiting(chat):
         raise RequestError(503, RESULTS_WAITING_MESSAGE, retry_after=RETRY_AFTER_SECONDS)
@@ -171,7 +170,7 @@ def approval_decisions(
 ) -> list[tuple[str, bool, str | None]]:
     """The approvals the continuation answers: parts the client marked responded. Not those
     of ``unsent``: ai 7 applies a ``tool-approval-response`` to the part, which would undo
-    the output the page adds meanwhile (docs/adr/0011)."""
+    the output the page adds meanwhile."""
     return [
         (part.approval.id, part.approval.approved, part.approval.reason)
         for part in request.last_message.tool_parts()
@@ -185,7 +184,7 @@ def approval_decisions(
 @dataclass(frozen=True)
 class PlannedTurn:
     """A request's plan, and what its response starts from: the approvals the continuation
-    answers, the chat's shared state (docs/adr/0044)."""
+    answers, the chat's shared state."""
 
     plan: TurnPlan
     decisions: Sequence[tuple[str, bool, str | None]] = ()
@@ -223,9 +222,9 @@ class RequestTurn:
             ai_sdk=client.chunks_for,
             continuation=self._plan.continuation,
         )
-        self._restarting = False  # the server ends the run for a restart (docs/adr/0033)
+        self._restarting = False  # the server ends the run for a restart
         self._events_done = False  # the run's events all came: a restart cuts nothing
-        self._results_marked = False  # the lease says it waits for kept results (ADR 0035)
+        self._results_marked = False  # the lease says it waits for kept results
         self._ended = asyncio.Event()
 
     # A producer: the drain waits for it, and ends it before its followers.
@@ -266,7 +265,7 @@ class RequestTurn:
         await self._lease.lost.wait()
         logger.warning("chat lease lapsed under its run user=%s chat=%s: aborting", *self._chat)
         # A tool already running finishes first: cut, its work would be half done and its
-        # result lost; finished, its result goes to the chat's holder (docs/adr/0073).
+        # result lost; finished, its result goes to the chat's holder.
         await self._until_tools_end("lease lapsed")
         self._stop.stopped.set()
 
@@ -310,7 +309,7 @@ class RequestTurn:
                 observer=self._observer,
             )
             await response.start()
-            # The chat's tools send their data parts here while the run lasts (ADR 0025).
+            # The chat's tools send their data parts here while the run lasts.
             tools.ui.open_route(self._chat, response.tool_data)
             tools.starts.hold(self._chat, self._lease)
             try:
@@ -403,7 +402,7 @@ class RequestTurn:
 
     async def _events(self) -> AsyncGenerator[Event, None]:
         """The run's events, then the compactions ADK stored after them without yielding
-        them (``data-compaction``; docs/adr/0070)."""
+        them (``data-compaction``)."""
         plan = self._plan
         assert plan.new_message is not None
         compactions = watch_compactions()

@@ -72,9 +72,8 @@ class Delivery:
     """Where a response's chunks go: the transport's ``sink``, the chat's chunk ``log`` (what
     a resumer reads), the ``records`` they are folded into (the chat's messages, a recording),
     and the window within which a block's later deltas are merged before they go
-    (``ADK_STREAM_DELTA_COALESCING_MS``, docs/adr/0048; 0: none). ``sink_resumes``: the
-    sink's client is a resumer (it holds no copy of the continued message): it gets the
-    rebuild the log gets (docs/adr/0045)."""
+    (``ADK_STREAM_DELTA_COALESCING_MS``; 0: none). ``sink_resumes``: the sink's client is a
+    resumer (it holds no copy of the continued message): it gets the rebuild the log gets."""
 
     sink: ChunkSink
     log: ResponseLog
@@ -86,8 +85,8 @@ class Delivery:
 @dataclass(frozen=True)
 class ChatParts:
     """What a response sends of its chat beside the model's answer, each when the app has
-    it: the artifacts its events save, as ``file`` parts (docs/adr/0025); the state shared
-    with the page, as ``data-state``; who answered, as ``data-agent`` (docs/adr/0044)."""
+    it: the artifacts its events save, as ``file`` parts; the state shared with the page, as
+    ``data-state``; who answered, as ``data-agent``."""
 
     files: ChatArtifacts | None = None
     shared_state: SharedState | None = None
@@ -114,11 +113,11 @@ class Response:
         observer: ResponseObserver | None = None,
     ) -> None:
         self.converter = converter
-        # The chat's shared state and who answered (docs/adr/0044), when the app has them.
+        # The chat's shared state and who answered, when the app has them.
         self._state = parts.shared_state
         self._authors = parts.authors
         self.observer = observer or ResponseObserver.inert()  # its span and metrics
-        # The chat's messages, a recording (docs/adr/0042, 0026).
+        # The chat's messages, a recording.
         self._records = delivery.records
         self._sink = delivery.sink
         self._log = delivery.log
@@ -127,8 +126,8 @@ class Response:
         self._files = parts.files  # the chat's saved artifacts, sent as file parts
         self.ended = False
         self.done = asyncio.Event()  # set once its [DONE] is out (or it failed to go out)
-        # Deltas merged within a window (docs/adr/0048): the lock keeps a timed release and
-        # a delivery from interleaving their chunks.
+        # Deltas merged within a window: the lock keeps a timed release and a delivery from
+        # interleaving their chunks.
         window = delivery.coalescing_seconds
         self._coalescer = DeltaCoalescer(window) if window > 0 else None
         self._delivering = asyncio.Lock()
@@ -158,8 +157,8 @@ class Response:
         rebuilt = self._records.rebuilt(start) if self._records is not None else []
         await self._deliver(start)
         if rebuilt:
-            # For a resumer only, who starts from an empty message (docs/adr/0045): the
-            # client that asked holds the message already. Never folded: the record holds it.
+            # For a resumer only, who starts from an empty message: the client that asked holds
+            # the message already. Never folded: the record holds it.
             events = [encode_event(chunk) for chunk in rebuilt]
             await self._log.append(events)
             if self._sink_resumes:
@@ -168,7 +167,7 @@ class Response:
 
     async def emit(self, chunks: Sequence[BaseChunk], *, keep: bool = False) -> None:
         """Send (or collect, when deferring) chunks; ``keep``: never held for a later
-        response, even when this one pauses (docs/adr/0025)."""
+        response, even when this one pauses."""
         if not chunks or self.ended:
             return
         self.observer.chunks(chunks)
@@ -241,7 +240,7 @@ class Response:
 
     async def end_with_error(self, text: str) -> list[BaseChunk]:
         """End with an ``error`` chunk that says ``text``, where nothing failed in the run:
-        the server ended it (a restart, docs/adr/0033)."""
+        the server ended it (a restart)."""
         if self.ended:
             return []
         self.observer.error("server_restart")

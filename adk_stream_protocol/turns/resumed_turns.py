@@ -6,11 +6,11 @@ short (its process died with a decided approval, a started call or a stored resu
 it), the resume finishes that turn as its response, continuing the same assistant message,
 exactly as a retry of the request would. Otherwise there is nothing to resume.
 
-Its client is a resumer: it holds no copy of the message the turn continues (the README's
-recipe leaves it out, and ai 7 and the newest 6.x start a replay from an empty message), so
-the response sends it the rebuild of that message after its ``start``, as every resume of a
-continuation gets it from the chunk log (docs/adr/0045). ``has_cut_turn`` tells a page
-reading the chat back that the chat reads as answering (``active``) for that reason.
+Its client is a resumer: it holds no copy of the message the turn continues (the recipe of
+docs/frontend/chats.md leaves it out, and ai 7 and the newest 6.x start a replay from an empty
+message), so the response sends it the rebuild of that message after its ``start``, as every
+resume of a continuation gets it from the chunk log. ``has_cut_turn`` tells a page reading the
+chat back that the chat reads as answering (``active``) for that reason.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ async def begin_resumed_turn(
     try:
         if lease.unclean:  # the former holder lapsed: its writes are refused from now on
             await services.runners.sessions.fence(*chat, lease.generation)
-        # Results of a run that lost the chat, before the cut turn is read (ADR 0073).
+        # Results of a run that lost the chat, before the cut turn is read.
         await settle_late_results(services.runners, chat)
         plan = await _plan(services, chat)
         if plan is None:

@@ -41,7 +41,7 @@ from adk_stream_protocol.turns.chat_tools import ChatTools
 from adk_stream_protocol.turns.compaction import guarded
 from adk_stream_protocol.turns.response import ChatParts
 
-# The names our plugin chains are registered under, in each runner (docs/adr/0053).
+# The names our plugin chains are registered under, in each runner.
 PLUGINS = "adk_stream_protocol"
 LIVE_PLUGINS = "adk_stream_protocol_live"
 
@@ -74,33 +74,32 @@ class Runners:
         outages: Outages,
     ) -> None:
         self._settings = settings
-        # A tool's result the store could not take is written when it is back (ADR 0035):
-        # the outbox is the session service both runners use.
+        # A tool's result the store could not take is written when it is back: the outbox is
+        # the session service both runners use.
         self.outbox = outbox
         self.artifacts = create_artifact_service(settings.artifact_store)
-        # What `load_memory` and `preload_memory` search, on both runners (docs/adr/0063).
+        # What `load_memory` and `preload_memory` search, on both runners.
         self.memory = create_memory_service(settings.memory_store, agents_dir=settings.agents_dir)
         # Every run's telemetry switches, read from the environment once: a run given none
         # builds them anew several times per streamed partial (docs/adr/0049), and given as
-        # fields they are read without a fallback (docs/adr/0055). A run nothing observes
-        # gets the cheapest (the amendment).
+        # fields they are read without a fallback. A run nothing observes gets the cheapest
+        # (docs/adr/0055).
         self.run_telemetry = RunTelemetry()
         # A run_async turn's configuration but for its stamps, validated once per telemetry
-        # config: each turn copies one (ADR 0049; RunConfig's validation reads the
-        # environment every time).
+        # config: each turn copies one (RunConfig's validation reads the environment every
+        # time).
         self._stream_run_configs = {
             config: RunConfig(streaming_mode=StreamingMode.SSE, telemetry=config)
             for config in (self.run_telemetry.observed, self.run_telemetry.unobserved)
         }
         app = agent if isinstance(agent, App) else App(name=settings.app_name, root_agent=agent)
-        # Compaction never summarizes a turn that waits for the page (docs/adr/0070).
+        # Compaction never summarizes a turn that waits for the page.
         app = guarded(app)
         self._compacts = app.events_compaction_config is not None
-        # Which tools run now, first so that it sees every call end (docs/adr/0033).
-        # Steering messages of a resumed turn reach the model (docs/adr/0022). A sign-in comes
-        # back to the server's callback, when it has one (docs/adr/0065; ADK's live flow does
-        # not pause for one). Ours are registered as one plugin where the app's order allows
-        # (docs/adr/0053).
+        # Which tools run now, first so that it sees every call end. Steering messages of a
+        # resumed turn reach the model. A sign-in comes back to the server's callback, when it
+        # has one (ADK's live flow does not pause for one). Ours are registered as one plugin
+        # where the app's order allows.
         steered = app.model_copy(
             update={
                 "plugins": chained(
@@ -146,9 +145,9 @@ class Runners:
                 artifact_service=self.artifacts,
                 memory_service=self.memory,
             )
-        # Why `/live?chatId=` refuses this agent, read once from its tree (docs/adr/0063).
+        # Why `/live?chatId=` refuses this agent, read once from its tree.
         self.live_refusal = live_refusal(live_app.root_agent)
-        # Who answered is told only where more than one agent can (docs/adr/0044).
+        # Who answered is told only where more than one agent can.
         self._named_authors = _answered_by_several(app.root_agent)
         self._named_live_authors = _answered_by_several(live_app.root_agent)
         self.sessions = ChatSessions(outbox, app.name, outages)
@@ -156,7 +155,7 @@ class Runners:
     def run_config(self, custom_metadata: dict[str, Any], chat: ChatKey | None = None) -> RunConfig:
         """A ``run_async`` turn's configuration; ``custom_metadata``: its events' stamps.
         With compaction on, the run of ``chat`` loads its history from the last compaction on
-        (``history_window``; docs/adr/0070)."""
+        (``history_window``)."""
         prepared = self._stream_run_configs[self.run_telemetry.current()]
         update: dict[str, Any] = {"custom_metadata": custom_metadata}
         if self._compacts and chat is not None and self.sessions.cache is not None:
@@ -214,13 +213,12 @@ class Runners:
         )
 
     async def rewind(self, session: Session, before_event_id: str) -> None:
-        """Rewind a chat to just before one of its events: history, state and artifacts
-        (docs/adr/0036, docs/adr/0046)."""
+        """Rewind a chat to just before one of its events: history, state and artifacts."""
         try:
             await rewind_before_event(
                 self.runner, self.outbox, session, before_event_id, artifacts=self.artifacts
             )
-        finally:  # the state's repair writes behind the session service (docs/adr/0070)
+        finally:  # the state's repair writes behind the session service
             self.sessions.forget(session.user_id, session.id)
 
     async def close(self) -> None:
@@ -244,7 +242,7 @@ def live_refusal(root: object) -> str | None:
 
 def _answered_by_several(root: object) -> bool:
     """Whether more than one agent or node can answer under ``root``: it has sub-agents, or
-    it is a graph ``Workflow``, whose nodes answer (docs/adr/0044, 0067)."""
+    it is a graph ``Workflow``, whose nodes answer."""
     return isinstance(root, Workflow) or bool(getattr(root, "sub_agents", None))
 
 

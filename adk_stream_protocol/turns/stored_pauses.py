@@ -141,8 +141,7 @@ class StoredPause:
     async def leave(self, run: LiveRun, *, keep_paused: bool = True) -> None:
         """The socket leaves: its approvals still waiting stay paused in the session, where
         they were stored when asked (not when ``keep_paused`` is off: a deleted chat's are
-        cancelled), its browser calls end ("the user left") as the record then says (ADR
-        0042)."""
+        cancelled), its browser calls end ("the user left") as the record then says."""
         await self._settled.wait()  # an answer's run holds the lease it was lent
         services = self._services
         pending = services.coordination.pending

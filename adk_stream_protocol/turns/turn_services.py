@@ -22,9 +22,8 @@ from adk_stream_protocol.turns.runners import Runners
 
 @dataclass(frozen=True)
 class Runtime:
-    """The application while it runs: its background tasks, the drain of a rolling restart
-    (docs/adr/0033), its telemetry (docs/adr/0027) and which of its stores are down
-    (docs/adr/0030)."""
+    """The application while it runs: its background tasks, the drain of a rolling restart, its
+    telemetry and which of its stores are down."""
 
     tasks: BackgroundTasks
     drain: Drain

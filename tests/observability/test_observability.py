@@ -27,8 +27,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.ai7_socket import V7Socket
+from tests.support.doc_pages import section
 from tests.support.rig import (
-    ROOT,
     InProcessApp,
     LiveSocket,
     StreamResult,
@@ -395,11 +395,11 @@ def test_metrics_are_off_by_default(app: InProcessApp) -> None:
     assert app.http.get("/metrics").status_code == 404
 
 
-@pytest.mark.out_of_process  # README's snippet in a Python of its own
+@pytest.mark.out_of_process  # the page's snippet in a Python of its own
 def test_the_readmes_tracing_setup_runs() -> None:
-    """README's snippet, run as written in a Python of its own (it sets the global provider)."""
-    section = (ROOT / "README.md").read_text(encoding="utf-8").split("## Traces and metrics")[1]
-    match = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    """The snippet of the page "Traces and metrics" (docs/operating/observability.md), run as
+    written in a Python of its own (it sets the global provider)."""
+    match = re.search(r"```python\n(.*?)```", section("Traces and metrics"), re.DOTALL)
     assert match, "the section has a Python example"
     check = "\nassert type(trace.get_tracer_provider()).__name__ == 'TracerProvider'\n"
     done = subprocess.run(

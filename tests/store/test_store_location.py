@@ -118,7 +118,7 @@ def test_an_app_that_has_its_own_file_ignores_the_old_one() -> None:
             app_name="adk_stream_protocol", user_id="u", session_id="old"
         )
     )
-    (STORE / "sessions.db").rename(STORE / "shop.db")  # the move the README describes
+    (STORE / "sessions.db").rename(STORE / "shop.db")  # as docs/operating/settings.md says
     asyncio.run(
         SqliteSessionService(str(STORE / "sessions.db")).create_session(
             app_name="adk_stream_protocol", user_id="u", session_id="other"

@@ -22,9 +22,9 @@ _TOKENS = {"token-alice": "alice", "token-bob": "bob"}
 
 
 async def user_from_token(connection: HTTPConnection) -> str:
-    """The way README documents for both transports: `Authorization: Bearer <token>` on HTTP,
-    `?token=<token>` where a browser cannot set headers (the WebSocket handshake). Raising
-    HTTPException refuses the request, and on /live the handshake, with that status."""
+    """The way docs/operating/security.md documents for both transports: `Authorization: Bearer
+    <token>` on HTTP, `?token=<token>` where a browser cannot set headers (the WebSocket handshake).
+    Raising HTTPException refuses the request, and on /live the handshake, with that status."""
     token = connection.query_params.get("token")
     scheme, _, credentials = connection.headers.get("authorization", "").partition(" ")
     if scheme.lower() == "bearer":

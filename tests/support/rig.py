@@ -686,7 +686,7 @@ def assistant_message(*responses: StreamResult) -> dict[str, Any]:
 
 def text_authors(parts: list[dict[str, Any]]) -> dict[str, str]:
     """Each text part's text, with the agent that said it: the name of the ``data-agent`` part
-    last before it (README, "Who answered")."""
+    last before it (docs/agent/workflows.md, "Who answered")."""
     authors: dict[str, str] = {}
     agent = ""
     for part in parts:

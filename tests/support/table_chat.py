@@ -1,5 +1,5 @@
 """One chat driven as ``useChat`` drives it, on any of the three transports of the behaviour
-table (README, "Every ADK feature on every transport"):
+table (docs/agent/features.md):
 
 - ``stream``: ``POST /stream`` (``DefaultChatTransport``);
 - ``ai7``: ai 7's ``WebSocketChatTransport`` protocol on ``/live`` (``send`` frames);

@@ -12,12 +12,12 @@ producer's chat lease lapses when it dies, so a follower that sees no new entry 
 the lease TTL checks the lease, and ends with an ``error`` event and ``[DONE]`` once it lapsed.
 
 A resume that comes after the producer died is not such a follower: its log will never end,
-and the chat's cut turn is for the resumer to finish (docs/adr/0032). The pointer also names
-the producer's presence channel (``signals.py``), which loses its listener the moment the
-process dies. A resume that finds nobody there waits for the producer's lease to lapse (a
-timer on the lease's own TTL: nothing signals a lapse) and then has no active response, so it
-can take the chat. A lease renewed meanwhile is a live producer whose pub/sub connection was
-down: its log is followed after all.
+and the chat's cut turn is for the resumer to finish. The pointer also names the producer's
+presence channel (``signals.py``), which loses its listener the moment the process dies. A
+resume that finds nobody there waits for the producer's lease to lapse (a timer on the lease's
+own TTL: nothing signals a lapse) and then has no active response, so it can take the chat. A
+lease renewed meanwhile is a live producer whose pub/sub connection was down: its log is
+followed after all.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ PRODUCER_GONE_EVENT = format_event(
         "send the message again"
     )
 ).encode()
-# A follower whose Redis went away: the log it read may be gone with it (docs/adr/0030).
+# A follower whose Redis went away: the log it read may be gone with it.
 LOG_LOST_EVENT = format_event(
     ErrorChunk(
         error_text="the chat service lost this response's log; "

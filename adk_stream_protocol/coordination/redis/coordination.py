@@ -101,7 +101,7 @@ class RedisPendingCalls:
         self, chat: ChatKey, approval_id: str, approved: bool, payload: Any = None
     ) -> None:
         await self._local.decide(chat, approval_id, approved, payload)
-        # Kept as the decision alone when there is no payload, as before (docs/adr/0041).
+        # Kept as the decision alone when there is no payload, as before.
         value = approved if payload is None else {"approved": approved, "payload": payload}
         kept = (f"decide:{approval_id}", json.dumps(value))
         data = {"approval_id": approval_id, "approved": approved, "payload": payload}
@@ -250,7 +250,7 @@ def _reconnecting() -> Retry:
     costs no request. Only connection errors: a Redis that does not answer within the
     socket timeout is not asked again, or a frozen one would hold each request three times
     as long. Retried commands are safe to send twice (the lease is taken by a script that
-    finds its own token, docs/adr/0030-outages.md)."""
+    finds its own token)."""
     return Retry(
         ExponentialBackoff(cap=0.05, base=0.01), 2, supported_errors=(RedisConnectionError,)
     )
@@ -306,8 +306,8 @@ async def connect_redis_coordination(
     outages: Outages | None = None,
 ) -> RedisCoordination:
     """Connect (PING first, so a wrong URL stops the server at start-up) and subscribe.
-    With ``cluster``, ``url`` names one node of a Redis Cluster (docs/adr/0031).
-    ``outages``: the application's record of stores that are down (one WARNING each)."""
+    With ``cluster``, ``url`` names one node of a Redis Cluster. ``outages``: the application's
+    record of stores that are down (one WARNING each)."""
     outages = outages or Outages()
     try:
         client, reader = _clients(url, cluster)

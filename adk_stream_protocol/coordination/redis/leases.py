@@ -75,7 +75,7 @@ if redis.call('get', KEYS[1]) == ARGV[1] then
 end
 return 0
 """
-# Marks the holding with our token as one that only waits for kept results (docs/adr/0035).
+# Marks the holding with our token as one that only waits for kept results.
 _HOLD_FOR_RESULTS = """
 if redis.call('get', KEYS[1]) == ARGV[1] then
     return redis.call('set', KEYS[2], ARGV[1], 'PX', ARGV[2]) and 1 or 0

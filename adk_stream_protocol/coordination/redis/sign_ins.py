@@ -1,7 +1,7 @@
-"""Sign-ins under way (``SignIns``, docs/adr/0065) in Redis, so that the provider's redirect
-may reach any instance: one key per state, ``P:sign-in:STATE``, holding the sign-in as JSON,
-set with its time to live and taken with ``GETDEL``, which Redis runs at once: of two
-redirects with one state, one gets the sign-in and the other nothing.
+"""Sign-ins under way (``SignIns``) in Redis, so that the provider's redirect may reach any
+instance: one key per state, ``P:sign-in:STATE``, holding the sign-in as JSON, set with its
+time to live and taken with ``GETDEL``, which Redis runs at once: of two redirects with one
+state, one gets the sign-in and the other nothing.
 
 The key is no chat's (the state names it), so it carries no hash tag; nothing takes it
 together with another key, which a Redis Cluster allows on any node.

@@ -17,7 +17,7 @@ per process, subscribed to ``{prefix}:signal:*``, and one reader task handing ea
 this process's handlers of its channel. A process applies its own signals at once and skips
 their echo (each message names its origin). The same connection also subscribes to the
 process's presence channel, where nothing is published: while anyone listens there, the
-process lives (a resume asks, before it follows a log the process wrote, docs/adr/0032).
+process lives (a resume asks, before it follows a log the process wrote).
 
 Pub/sub keeps nothing: a process whose pub/sub connection is down misses what is published
 meanwhile (redis-py reconnects and subscribes again). So each signal also leaves something
@@ -66,7 +66,7 @@ return 0
 Handler = Callable[[dict[str, Any]], Awaitable[None]]
 # Called after the pub/sub connection came back: reads again what may have been missed.
 ReconnectHook = Callable[[], Awaitable[None]]
-# One Redis, or a Redis Cluster (``ADK_STREAM_REDIS_CLUSTER``, docs/adr/0031).
+# One Redis, or a Redis Cluster (``ADK_STREAM_REDIS_CLUSTER``).
 Client = redis.Redis | RedisCluster
 
 
@@ -118,19 +118,19 @@ class RedisKeys:
         return f"{self.prefix}:{self.chat(chat)}:log:{uuid.uuid4().hex}"
 
     def stop(self, chat: ChatKey) -> str:
-        """The id of the chat's latest stop, for a short while (docs/adr/0034)."""
+        """The id of the chat's latest stop, for a short while."""
         return f"{self.prefix}:{self.chat(chat)}:stop"
 
     def answers(self, chat: ChatKey) -> str:
-        """The answers given to the chat's waiting calls, for a while (docs/adr/0034)."""
+        """The answers given to the chat's waiting calls, for a while."""
         return f"{self.prefix}:{self.chat(chat)}:answers"
 
     def results(self, chat: ChatKey) -> str:
-        """The lease token of a holder that only waits for kept results (docs/adr/0035)."""
+        """The lease token of a holder that only waits for kept results."""
         return f"{self.prefix}:{self.chat(chat)}:results"
 
     def generation(self, chat: ChatKey) -> str:
-        """How many times the chat's lease was taken (docs/adr/0034)."""
+        """How many times the chat's lease was taken."""
         return f"{self.prefix}:{self.chat(chat)}:gen"
 
     def clean(self, chat: ChatKey) -> str:
@@ -147,8 +147,8 @@ class RedisKeys:
         return f"{self.prefix}:process:{origin}"
 
     def sign_in(self, state: str) -> str:
-        """A sign-in under way (docs/adr/0065): no chat's key, named by its state (quoted,
-        so that it cannot make a hash tag or another name)."""
+        """A sign-in under way: no chat's key, named by its state (quoted, so that it cannot
+        make a hash tag or another name)."""
         return f"{self.prefix}:sign-in:{quote(state, safe='')}"
 
 
@@ -193,7 +193,7 @@ class Signals:
 
     async def start(self) -> None:
         await self._pubsub.psubscribe(self._keys.signal_pattern)
-        # Its presence, which a reconnect subscribes again too (docs/adr/0032).
+        # Its presence, which a reconnect subscribes again too.
         await self._pubsub.subscribe(self.presence)
         self._reader = asyncio.create_task(self._read(), name="redis-signals")
 

@@ -24,7 +24,7 @@ from adk_stream_protocol.foundation.outages import REDIS
 logger = logging.getLogger(__name__)
 
 # How long a stop's id stays in its chat's stop key: far longer than a pub/sub reconnect takes
-# once Redis answers again (docs/adr/0034).
+# once Redis answers again.
 STOP_KEY_MS = 60_000
 # The prefix of a deleting stop's id in the stop key: a reconnect's check sees the delete too.
 DELETED = "deleted:"

@@ -1,7 +1,7 @@
 """What every part kind has (``PartKind``), what the kinds' folds share with the message fold
 (the message they change, JavaScript's ``undefined`` in JSON terms, the current step, and the
-client's refusal to read on; docs/adr/0059-part-kinds.md), and the converter's hook for the
-parts made from ADK event content (``EventPart``, docs/adr/0062-event-parts.md)."""
+client's refusal to read on), and the converter's hook for the parts made from ADK event
+content (``EventPart``, docs/adr/0062-event-parts.md)."""
 
 from __future__ import annotations
 
@@ -68,8 +68,7 @@ def step_parts(message: Mapping[str, Any]) -> list[Part]:
 
 
 class UIModel(BaseModel):
-    """The request side's models: camelCase keys, unknown keys ignored, strict values
-    (docs/adr/0005, 0019)."""
+    """The request side's models: camelCase keys, unknown keys ignored, strict values."""
 
     model_config = ConfigDict(
         alias_generator=to_camel, populate_by_name=True, extra="ignore", strict=True
@@ -144,9 +143,9 @@ class PartKind:
     def rebuild(
         cls, part: Mapping[str, Any], client: AiSdkClient, block_id: str
     ) -> list[BaseChunk]:
-        """The chunks that rebuild ``part`` on an empty message (docs/adr/0045): none for a
-        part no chunk of ours makes (the client would not have it either). ``block_id``: an
-        id for a block whose part names none."""
+        """The chunks that rebuild ``part`` on an empty message: none for a part no chunk of
+        ours makes (the client would not have it either). ``block_id``: an id for a block whose
+        part names none."""
         return []
 
     @classmethod
@@ -157,8 +156,8 @@ class PartKind:
 
 
 class EventPart:
-    """A part made from ADK event content, through the converter's one hook for it
-    (docs/adr/0062-event-parts.md). Subclasses are listed in ``kinds.py`` (``EVENT_PARTS``).
+    """A part made from ADK event content, through the converter's one hook for it. Subclasses
+    are listed in ``kinds.py`` (``EVENT_PARTS``).
 
     The converter makes one instance per response, for the response's client (which chunk
     types it accepts: ``client.accepts``), and calls ``chunks`` with each final (non-partial)

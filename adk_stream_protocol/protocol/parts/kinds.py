@@ -1,7 +1,7 @@
-"""The part kinds of a UI message, listed once (docs/adr/0059-part-kinds.md): the message
-fold takes each chunk type to its kind, ``message_chunks`` each part type, ``inputs`` each
-request part, and the request's part union holds their models; the converter reads each
-final ADK event through every ``EVENT_PARTS`` entry (docs/adr/0062-event-parts.md).
+"""The part kinds of a UI message, listed once: the message fold takes each chunk type to its
+kind, ``message_chunks`` each part type, ``inputs`` each request part, and the request's part
+union holds their models; the converter reads each final ADK event through every
+``EVENT_PARTS`` entry.
 
 A new kind is a module of ``parts/`` and one entry here: in ``PART_KINDS`` and in
 ``UIMessagePart`` (in the same order: tests/protocol/test_part_kinds.py holds them together)

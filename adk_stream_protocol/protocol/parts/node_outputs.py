@@ -1,4 +1,4 @@
-"""A workflow node's output, as ``data-node-output`` parts (docs/adr/0067-workflow-parts.md).
+"""A workflow node's output, as ``data-node-output`` parts.
 
 - From ADK: an event's ``output`` is what a node of a ``Workflow`` gave (a ``JoinNode``'s
   gathered inputs, a function node's return value, a pydantic model, an ``LlmAgent`` node's

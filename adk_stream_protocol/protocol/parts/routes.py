@@ -1,4 +1,4 @@
-"""The route a workflow node chose, as ``data-route`` parts (docs/adr/0067-workflow-parts.md).
+"""The route a workflow node chose, as ``data-route`` parts.
 
 - From ADK: a node of a ``Workflow`` picks the edges that go on from it by the route its event
   carries (``Event(route=...)``, ``actions.route``: a string, a number, a boolean or a list of

@@ -1,4 +1,4 @@
-"""Source parts: ``source-url`` and ``source-document`` (docs/adr/0025).
+"""Source parts: ``source-url`` and ``source-document``.
 
 - From ADK: Gemini's grounding, for every client (they are in the strict ai 6.0.25 set), once
   per source per response (``ResponseSources``); and for ai 7 the citations of a text's end

@@ -41,7 +41,7 @@ SteeringContentPart: TypeAlias = Annotated[
 
 
 class SteeringMessageUIPart(UIPart):
-    """ai 7 (experimental): a user message added to a running generation (docs/adr/0022)."""
+    """ai 7 (experimental): a user message added to a running generation."""
 
     type: Literal["steering-message"]
     id: str

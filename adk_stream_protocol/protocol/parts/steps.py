@@ -2,8 +2,7 @@
 ``finish-step``, and the text and reasoning blocks stream inside one.
 
 - From ADK: ``ResponseSteps`` opens and ends a response's steps; a new step closes the open
-  blocks first. Built without validation, as the blocks are (docs/adr/0050): the chunks are
-  constant.
+  blocks first. Built without validation, as the blocks are: the chunks are constant.
 - The fold: ``start-step`` pushes a ``step-start`` part without a write (the chat's list shows
   it only with the next change); ``finish-step`` and ai 7's ``reset-step`` tell every kind, so
   that each forgets what it kept open (``reset-step`` also drops the step's parts).

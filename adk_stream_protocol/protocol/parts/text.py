@@ -4,9 +4,9 @@
   of each per voice, the other closed when one opens; a ``ParallelAgent``'s branches stream
   at once, each in a voice of its own) and their ids, ``{kind}_{prefix}_{n}``: unique in
   the response, and across responses through the prefix. What every streamed word makes, so
-  its chunks are built without validation (``built``, docs/adr/0050): our own ids and the
-  model's text (a ``str``, as google-genai's ``Part`` validated it). On ai 7 a text's end
-  carries the citations of the grounding seen while it was open.
+  its chunks are built without validation (``built``): our own ids and the model's text (a
+  ``str``, as google-genai's ``Part`` validated it). On ai 7 a text's end carries the citations
+  of the grounding seen while it was open.
 - The fold: a part opens ``streaming`` under the chunk's id and is ``done`` at its end chunk;
   a delta or an end for no open part stops the client. ai 6 forgets open parts at a step's
   end; ai 7 leaves them to their end chunks.

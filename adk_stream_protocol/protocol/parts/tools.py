@@ -61,7 +61,7 @@ def call_chunks(call_id: str, name: str, args: Any) -> list[BaseChunk]:
 
 
 def rearmed_call(call_id: str, name: str, args: Any) -> ToolInputAvailableChunk:
-    """An approved browser call handed back to the page to run (docs/adr/0009)."""
+    """An approved browser call handed back to the page to run."""
     return ToolInputAvailableChunk(tool_call_id=call_id, tool_name=name, input=json_safe(args))
 
 
@@ -96,7 +96,7 @@ def approval_request_chunk(
     descriptor: Any = None,
 ) -> ToolApprovalRequestChunk:
     """An approval's request, with its hint (``reason``) and payload (``approvalDescriptor``)
-    for a client whose schema has them (docs/adr/0041)."""
+    for a client whose schema has them."""
     details = client.approval_request_details
     return ToolApprovalRequestChunk(
         approval_id=approval_id,

@@ -1,4 +1,4 @@
-"""ADK's UI widgets as ``data-ui-widget`` parts (docs/adr/0062-event-parts.md).
+"""ADK's UI widgets as ``data-ui-widget`` parts.
 
 - From ADK: each ``UiWidget`` in an event's ``actions.render_ui_widgets`` (ADK 2.13: a tool
   calls ``tool_context.render_ui_widget``; an MCP tool with an MCP App does, with

@@ -1,5 +1,5 @@
 """Agents shaped like the ones people bring (ADK's samples, Google's agent samples), written
-for the behaviour table's tests (README, "Every ADK feature on every transport"): a bank with
+for the behaviour table's tests (docs/agent/features.md): a bank with
 declared and in-tool confirmations, a support desk with long-running tools, a travel desk with
 parallel calls, sub-agents and an ``AgentTool``, a guarded shop with callbacks, a reporter that
 saves artifacts, and a counter that keeps and checks its own state. Each model is a
