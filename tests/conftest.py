@@ -69,13 +69,14 @@ XDIST_GROUPS = {
     # scenarios' expectations and the message fold's check.
     "tests/test_scenarios.py": "scenarios",
     "tests/protocol/test_message_fold.py": "scenarios",
+    # Each scenario (kills, stalls, a Redis restart) runs once for the checks made on it, on
+    # stores of its own: beside the other fault tests, not after them.
+    "tests/faults/test_exactly_once.py": "exactly-once",
     # One private PostgreSQL and Redis, which the tests stop and restart (tests/faults/).
     "tests/faults/": "faults",
     # Module-scoped servers or builds, made once rather than on each worker.
     "tests/test_package.py": "package",
     "tests/test_scale_out.py": "scale-out",
-    # Each scenario (kills, stalls, a Redis restart) runs once for the checks made on it.
-    "tests/test_exactly_once.py": "exactly-once",
 }
 
 

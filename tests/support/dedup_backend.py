@@ -1,6 +1,6 @@
 """A payments backend as a production team runs one beside the server: shared by every
 instance, deduplicating by idempotency key, fenced by the chat's lease generation
-(tests/test_exactly_once.py, issue 39).
+(tests/faults/test_exactly_once.py, issue 39).
 
 The backend is a ledger file under an exclusive lock (``fcntl.flock``): each request reads
 it, decides, and writes it back whole before the lock is let go, whichever process asks. A

@@ -1,5 +1,5 @@
 """An agent whose payments go to a deduplicating backend (tests/support/dedup_backend.py), for
-the exactly-once chaos tests (tests/test_exactly_once.py, issue 39).
+the exactly-once chaos tests (tests/faults/test_exactly_once.py, issue 39).
 
 Served with ``ADK_STREAM_AGENT=tests.support.agents.idempotent_payments:app``. Three tools,
 each needing the user's approval, each calling the backend with the call's id as the

@@ -53,7 +53,6 @@ from tests.support.rig import (
     sse_payloads,
     user_message,
 )
-from tests.support.tiers import out_of_process_fixture
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.out_of_process  # uvicorn instances killed and stopped, private stores
@@ -71,28 +70,6 @@ TIMEOUT = 30.0
 
 
 # -- the deployment ----------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-@out_of_process_fixture
-def postgres() -> Iterator[PrivatePostgres]:
-    store = PrivatePostgres()
-    try:
-        store.start()
-        yield store
-    finally:
-        store.close()
-
-
-@pytest.fixture(scope="module")
-@out_of_process_fixture
-def redis_store() -> Iterator[PrivateRedis]:
-    store = PrivateRedis()
-    try:
-        store.start()
-        yield store
-    finally:
-        store.close()
 
 
 @dataclass
