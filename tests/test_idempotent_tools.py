@@ -49,6 +49,14 @@ class Servers:
             env["CRASH_AT"] = crash_at
         return run_server(self.workdir, env)
 
+    def cut(self, crash_at: str) -> Chat:
+        """A chat whose approved payment a server cut by dying at ``crash_at``."""
+        chat = Chat(self.ledger)
+        with self.start(crash_at=crash_at) as first:
+            chat.say(first, "Pay Bob 10")
+            approve_and_die(first, chat.approval())
+        return chat
+
     def fencing_tokens(self) -> list[int]:
         lines = self.tokens.read_text().split() if self.tokens.exists() else []
         return [int(line.rpartition(":")[2]) for line in lines]
@@ -62,11 +70,7 @@ def servers(tmp_path: Path, request: pytest.FixtureRequest) -> Servers:
 @pytest.fixture(params=["in-body", "after-effect"])
 def crashed(servers: Servers, request: pytest.FixtureRequest) -> Iterator[Chat]:
     """A chat whose approved payment was cut while its body ran (before or after its effect)."""
-    chat = Chat(servers.ledger)
-    with servers.start(crash_at=request.param) as first:
-        chat.say(first, "Pay Bob 10")
-        approve_and_die(first, chat.approval())
-    yield chat
+    yield servers.cut(request.param)
 
 
 def recorded_outputs(server: LiveServer, chat: Chat) -> list[dict[str, Any]]:
@@ -103,10 +107,7 @@ def test_a_retried_approval_runs_the_cut_payment_again_and_shows_its_result(
 
 @pytest.mark.parametrize("servers", ["setting"], indirect=True)
 def test_a_resume_runs_the_cut_payment_again_in_the_same_message(servers: Servers) -> None:
-    chat = Chat(servers.ledger)
-    with servers.start(crash_at="after-effect") as first:
-        chat.say(first, "Pay Bob 10")
-        approve_and_die(first, chat.approval())
+    chat = servers.cut("after-effect")
     with servers.start() as second:
         resumed = stream_result(second.http.get(f"/stream/{chat.id}/stream"))
         assert resumed.status == 200, resumed.body
@@ -119,10 +120,7 @@ def test_a_resume_runs_the_cut_payment_again_in_the_same_message(servers: Server
 
 @pytest.mark.parametrize("servers", ["code"], indirect=True)
 def test_a_live_socket_first_runs_the_cut_payment_again(servers: Servers) -> None:
-    chat = Chat(servers.ledger)
-    with servers.start(crash_at="after-effect") as first:
-        chat.say(first, "Pay Bob 10")
-        approve_and_die(first, chat.approval())
+    chat = servers.cut("after-effect")
     with servers.start() as second:
         live = LiveSocket(second, chat.id)
         try:
@@ -138,10 +136,7 @@ def test_a_live_socket_first_runs_the_cut_payment_again(servers: Servers) -> Non
 
 
 def test_a_call_cut_again_while_it_ran_again_is_run_by_the_next_server(servers: Servers) -> None:
-    chat = Chat(servers.ledger)
-    with servers.start(crash_at="after-effect") as first:
-        chat.say(first, "Pay Bob 10")
-        approve_and_die(first, chat.approval())
+    chat = servers.cut("after-effect")
     with servers.start(crash_at="after-effect") as second:
         approve_and_die(second, chat.approval())  # the run again is cut too
     with servers.start() as third:
@@ -160,10 +155,7 @@ def test_a_call_cut_again_while_it_ran_again_is_run_by_the_next_server(servers: 
 
 def test_a_call_that_fails_when_run_again_ends_with_its_failure(tmp_path: Path) -> None:
     servers = Servers(tmp_path, DECLARATIONS["setting"])
-    chat = Chat(servers.ledger)
-    with servers.start(crash_at="after-effect") as first:
-        chat.say(first, "Pay Bob 10")
-        approve_and_die(first, chat.approval())
+    chat = servers.cut("after-effect")
     servers.declared = {**servers.declared, "PAY_RAISES": "1"}
     with servers.start() as second:
         retry = stream_result(second.http.post("/stream", json=chat.approval()))
@@ -180,10 +172,7 @@ def test_a_call_that_fails_when_run_again_ends_with_its_failure(tmp_path: Path) 
 
 def test_a_tool_not_declared_keeps_the_unknown_outcome(tmp_path: Path) -> None:
     servers = Servers(tmp_path, {"ADK_STREAM_IDEMPOTENT_TOOLS": "refund"})
-    chat = Chat(servers.ledger)
-    with servers.start(crash_at="after-effect") as first:
-        chat.say(first, "Pay Bob 10")
-        approve_and_die(first, chat.approval())
+    chat = servers.cut("after-effect")
     with servers.start() as second:
         retry = stream_result(second.http.post("/stream", json=chat.approval()))
         (result,) = tool_outcomes(retry)
