@@ -72,6 +72,16 @@ class Axes:
     y_label: str
 
 
+@dataclass(frozen=True)
+class Key:
+    """An entry of the legend: a colour of the palette (``None``: the text's own, for a line
+    style alone), solid or dashed."""
+
+    name: str
+    colour: int | None
+    dashed: bool = False
+
+
 def nice_ticks(top: float, count: int = 5) -> list[float]:
     """Ticks from 0 to at least ``top`` in steps of 1, 2 or 5 times a power of ten."""
     if top <= 0 or not math.isfinite(top):
@@ -89,7 +99,7 @@ def label(value: float) -> str:
     return f"{value:.3g}"
 
 
-def _frame(axes: Axes, body: list[str], legend: list[tuple[str, int, bool]]) -> str:
+def _frame(axes: Axes, body: list[str], legend: Sequence[Key]) -> str:
     """The whole SVG: background, title, axis labels, ``body`` and the legend below."""
     plot_bottom = HEIGHT - BOTTOM
     middle = TOP + (plot_bottom - TOP) / 2
@@ -107,12 +117,13 @@ def _frame(axes: Axes, body: list[str], legend: list[tuple[str, int, bool]]) -> 
         *body,
     ]
     x, y = float(LEFT), plot_bottom + 66.0
-    for name, colour, dashed in legend:
+    for key in legend:
+        name = key.name
         width = 40 + 7.2 * len(name)
         if x + width > WIDTH - RIGHT and x > LEFT:  # the next row
             x, y = float(LEFT), y + 20
-        css = f"s{colour}"
-        dash = ' stroke-dasharray="6 4"' if dashed else ""
+        css = "ink" if key.colour is None else f"s{key.colour % PALETTE}"
+        dash = ' stroke-dasharray="6 4"' if key.dashed else ""
         parts.append(
             f'<line class="{css}" x1="{x:.1f}" y1="{y - 4}" x2="{x + 24:.1f}" y2="{y - 4}" '
             f'stroke-width="2.5"{dash}/>'
@@ -148,11 +159,14 @@ def _y(value: float, top: float) -> float:
 
 
 def line_chart(
-    axes: Axes, series: Sequence[Series], reference: tuple[float, str] | None = None
+    axes: Axes,
+    series: Sequence[Series],
+    reference: tuple[float, str] | None = None,
+    legend: Sequence[Key] | None = None,
 ) -> str:
     """One line per series over a linear x axis with a tick at every x of the data; each
     point's min–max range is a thin vertical bar. ``reference``: a horizontal line (a goal)
-    at that value, with its label."""
+    at that value, with its label. ``legend``: its entries, if not one per series."""
     xs = sorted({p.x for s in series for p in s.points})
     highest = max((p.high for s in series for p in s.points), default=0.0)
     if reference is not None:
@@ -179,26 +193,31 @@ def line_chart(
             f'<text class="muted" x="{x_at(x):.1f}" y="{HEIGHT - BOTTOM + 18}" '
             f'text-anchor="middle">{label(x)}</text>'
         )
-    for s in series:
+    for k, s in enumerate(series):
         css = f"s{s.colour % PALETTE}"
         dash = ' stroke-dasharray="6 4"' if s.dashed else ""
         points = " ".join(f"{x_at(p.x):.1f},{_y(p.value, top):.1f}" for p in s.points)
         body.append(f'<g class="series" data-name={quoteattr(s.name)}>')
+        # A class's fill would override a fill attribute: the style keeps the line unfilled.
         body.append(
-            f'<polyline class="{css}" fill="none" stroke-width="2.5"{dash} points="{points}"/>'
+            f'<polyline class="{css}" style="fill: none" stroke-width="2.5"{dash} '
+            f'points="{points}"/>'
         )
+        shift = (k - (len(series) - 1) / 2) * 2.5  # ranges at one x side by side
         for p in s.points:
             cx = x_at(p.x)
             body.append(
-                f'<line class="{css}" x1="{cx:.1f}" y1="{_y(p.low, top):.1f}" x2="{cx:.1f}" '
-                f'y2="{_y(p.high, top):.1f}" stroke-width="1"/>'
+                f'<line class="{css}" x1="{cx + shift:.1f}" y1="{_y(p.low, top):.1f}" '
+                f'x2="{cx + shift:.1f}" y2="{_y(p.high, top):.1f}" stroke-width="1"/>'
             )
             body.append(
                 f'<circle class="{css}" cx="{cx:.1f}" cy="{_y(p.value, top):.1f}" r="3.5" '
                 f'data-x="{p.x:g}" data-value="{p.value:g}"/>'
             )
         body.append("</g>")
-    return _frame(axes, body, [(s.name, s.colour % PALETTE, s.dashed) for s in series])
+    if legend is None:
+        legend = [Key(s.name, s.colour, s.dashed) for s in series]
+    return _frame(axes, body, legend)
 
 
 def bar_chart(axes: Axes, groups: Sequence[str], series: Sequence[Series]) -> str:
@@ -237,7 +256,7 @@ def bar_chart(axes: Axes, groups: Sequence[str], series: Sequence[Series]) -> st
                 f'text-anchor="middle">{label(round(p.value, 3))}</text>'
             )
         body.append("</g>")
-    return _frame(axes, body, [(s.name, s.colour % PALETTE, False) for s in series])
+    return _frame(axes, body, [Key(s.name, s.colour) for s in series])
 
 
 def main() -> None:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.charts import Axes, Point, Series, bar_chart, line_chart
+from bench.charts import Axes, Key, Point, Series, bar_chart, line_chart
 from bench.core import (
     ROOT,
     Figure,
@@ -38,6 +38,7 @@ from bench.core import (
 
 CARRIED = "## Earlier figures still current"
 HISTORY = "## History"
+NOTES_HEADING = "## Notes on the figures"  # the page's own prose, kept by every run
 FORMAT = 1
 
 
@@ -159,7 +160,10 @@ def render(paths: Paths = DEFAULT_PATHS) -> None:
     for name in CHART_NAMES - drawn.keys():  # a chart whose figures are gone
         (paths.charts / name).unlink(missing_ok=True)
     paths.page.parent.mkdir(parents=True, exist_ok=True)
-    paths.page.write_text(page_text(runs, carried, paths, drawn), encoding="utf-8")
+    page = paths.page.read_text(encoding="utf-8") if paths.page.exists() else ""
+    notes = _section(page, NOTES_HEADING)
+    text = page_text(runs, carried, paths, drawn)
+    paths.page.write_text(text + ("\n" + notes if notes else ""), encoding="utf-8")
 
 
 def _measured(runs: Iterable[Run]) -> set[int]:
@@ -191,7 +195,7 @@ def _section(text: str, heading: str) -> str:
         (i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")),
         len(lines),
     )
-    if heading == HISTORY:
+    if heading in (HISTORY, NOTES_HEADING):  # the last section, whatever headings it holds
         end = len(lines)
     return "\n".join(lines[start:end]).strip() + "\n"
 
@@ -419,6 +423,18 @@ def cpu_per_answer(runs: list[Run]) -> tuple[list[str], list[Series]]:
     return groups, [Series("ours", tuple(ours), 0), Series("ADK's server", tuple(theirs), 1)]
 
 
+def _keys(series: list[Series]) -> list[Key]:
+    """A legend for lines coloured by server and dashed by store: each server's colour once,
+    then each store's line style."""
+    keys: dict[str, Key] = {}
+    for s in series:
+        who, _, store = s.name.rpartition(", ")
+        keys.setdefault(who, Key(who, s.colour))
+        keys.setdefault(store, Key(store, None, s.dashed))
+    servers = [k for k in keys.values() if k.colour is not None]
+    return servers + [k for k in keys.values() if k.colour is None]
+
+
 def draw_charts(runs: list[Run]) -> dict[str, str]:
     """The charts whose figures are in ``runs``, by file name."""
     charts: dict[str, str] = {}
@@ -426,20 +442,21 @@ def draw_charts(runs: list[Run]) -> dict[str, str]:
     cpu = long_chat_series(runs, "server CPU per turn", with_recipe=True)
     if cpu:
         axes = Axes("A turn's server CPU against the chat's length", length, "CPU per turn (ms)")
-        charts["longchats-cpu.svg"] = line_chart(axes, cpu)
+        charts["longchats-cpu.svg"] = line_chart(axes, cpu, legend=_keys(cpu))
     history = long_chat_series(runs, "history loading")
     if history:
         axes = Axes("History loading per turn (session reads)", length, "CPU (ms)")
-        charts["longchats-history.svg"] = line_chart(axes, history)
+        charts["longchats-history.svg"] = line_chart(axes, history, legend=_keys(history))
     found = _figures(runs)
     written = [
-        Series(store, points, colour, dashed=store == "PostgreSQL")
-        for colour, store in enumerate(STORES)
+        Series(f"ours / ADK's, {store}", points, 0, dashed=store == "PostgreSQL")
+        for store in STORES
         if (points := _by_length(found, store, "bytes written per turn", _ratios))
     ]
     if written:
         axes = Axes("Bytes written per turn, ours / ADK's server", length, "ratio ours / ADK's")
-        charts["longchats-written.svg"] = line_chart(axes, written, (2.0, "goal: at most 2x"))
+        goal = (2.0, "goal: at most 2x")
+        charts["longchats-written.svg"] = line_chart(axes, written, goal, _keys(written))
     groups, series = cpu_per_answer(runs)
     if series:
         axes = Axes("Server CPU per answer, many at once", "transport", "CPU per answer (ms)")
@@ -461,6 +478,13 @@ def _source(runs: list[Run], number: int) -> str:
     return f"From `{run.command}` on {run.when} (median (min–max) over {run.repeats})."
 
 
+def _link(paths: Paths, target: Path) -> str:
+    """A link from the page to a file of the repository, named by its path there."""
+    href = Path(os.path.relpath(target, paths.page.parent)).as_posix()
+    shown = Path(os.path.relpath(target, paths.page.parent.parent)).as_posix()
+    return f"[`{shown}`]({href})"
+
+
 def _image(paths: Paths, name: str, alt: str) -> str:
     target = Path(os.path.relpath(paths.charts / name, paths.page.parent)).as_posix()
     return f"![{alt}]({target})"
@@ -477,17 +501,17 @@ def _at_longest(runs: list[Run], store: str, metric: str) -> tuple[int, Figure] 
     return best
 
 
-def _long_chat_caption(runs: list[Run]) -> str:
+def _long_chat_caption(runs: list[Run], metric: str) -> str:
+    """Ours and ADK's ``metric`` at the longest chat, on each store, in words."""
     said = []
     for store in STORES:
-        hit = _at_longest(runs, store, "server CPU per turn")
-        if hit is None:
-            continue
-        length, figure = hit
-        said.append(
-            f"at {length} prior turns on {store} ours takes {_ms(figure.ours)} ms of CPU per "
-            f"turn, ADK's own server {_ms(figure.theirs)} ms (ratio {_ms(figure.ratios())})"
-        )
+        hit = _at_longest(runs, store, metric)
+        if hit is not None:
+            length, f = hit
+            said.append(
+                f"{store} at {length} prior turns, ours {_ms(f.ours)} ms, ADK's "
+                f"{_ms(f.theirs)} ms (ratio {_ms(f.ratios())})"
+            )
     return "; ".join(said)
 
 
@@ -515,21 +539,34 @@ def goals_table(runs: list[Run], carried: list[tuple[str, list[str]]]) -> str:
     return "\n".join([*lines, *("| " + " | ".join(cells) + " |" for _, cells in rows)])
 
 
+def _load_notes(runs: list[Run]) -> dict[str, str]:
+    """Benchmark 3's load per transport ("/stream" -> ", 500 at once"), from its notes."""
+    notes = {}
+    for (benchmark, metric), (figure, _) in _figures(runs).items():
+        wanted = metric == "time to first text p50" and figure.note
+        if benchmark.startswith("3 concurrency ") and wanted:
+            notes[benchmark.removeprefix("3 concurrency ")] = f", {figure.note}"
+    return notes
+
+
 def page_text(
     runs: list[Run], carried: list[tuple[str, list[str]]], paths: Paths, drawn: dict[str, str]
 ) -> str:
     parts = [
         "# Performance",
-        "<!-- Written by `python -m bench` (bench/publish.py) from bench/results.json; edits "
-        "here are overwritten. `python -m bench.charts` writes it again without a run. -->",
+        "<!-- Written by `python -m bench` (bench/publish.py) from bench/results.json, and by "
+        "`python -m bench.charts` without a run: edit the section 'Notes on the figures' at "
+        "the end, which they keep; the rest is overwritten. -->",
         "Every figure is measured against a comparison in the same run on the same machine: "
         "ADK's own server (`get_fast_api_app`, `POST /run_sse` and "
         "`/run_live`) serving the same agent and the same offline model, or our own server "
-        "with a setting off. The full tables, the machine of each run and the history are in "
-        "`bench/RESULTS.md`; how each figure is made, in `bench/README.md`. One command runs "
-        "them all again and rewrites this page: `python -m bench` (`--only longchats` for one "
-        "benchmark). `python -m bench.charts` draws the charts again from "
-        "`bench/results.json` without a run.",
+        f"with a setting off. The full tables, the machine of each run and the history are in "
+        f"{_link(paths, paths.results)}; how each figure is made, in "
+        f"{_link(paths, paths.results.with_name('README.md'))}. One command runs "
+        "them all again and rewrites this page: `python -m bench`, after "
+        "`pip install -e '.[bench]'` (`--only longchats` for one benchmark). "
+        "`python -m bench.charts` draws the charts again from `bench/results.json` "
+        "without a run.",
         "## Goals and verdicts",
         "A goal bounds the median ratio ours / theirs unless it says otherwise; the run column "
         "gives the date of the run the figure comes from.",
@@ -543,13 +580,15 @@ def page_text(
             "SQLite and on PostgreSQL. Stock `useChat` posts the whole chat with every turn; "
             "the recipe's body `{id, message}` only the new message.",
             _image(paths, "longchats-cpu.svg", "A turn's server CPU against the chat's length"),
-            f"*The server's CPU for the next turn: {_long_chat_caption(runs)}. Lines are "
-            f"medians, bars the range over the rounds. {_source(runs, 13)}*",
+            f"*The server's CPU for the next turn. "
+            f"{_long_chat_caption(runs, 'server CPU per turn')}. Lines are medians, bars "
+            f"the range over the rounds. {_source(runs, 13)}*",
         ]
     if "longchats-history.svg" in drawn:
         parts += [
             _image(paths, "longchats-history.svg", "History loading per turn"),
-            "*The CPU of a turn's session reads: the chat's history loaded for the turn.*",
+            "*The CPU of a turn's session reads, the chat's history loaded for the turn. "
+            f"{_long_chat_caption(runs, 'history loading (session reads' + chr(39) + ' CPU)')}.*",
         ]
     if "longchats-written.svg" in drawn:
         parts += [
@@ -559,8 +598,9 @@ def page_text(
         ]
     if "cpu-per-answer.svg" in drawn:
         groups, series = cpu_per_answer(runs)
+        load = _load_notes(runs)
         said = "; ".join(
-            f"{group}: ours {_ms(ours)} ms, ADK's {_ms(adk)} ms"
+            f"{group}{load.get(group.split(' ')[0], '')}: ours {_ms(ours)} ms, ADK's {_ms(adk)} ms"
             for group, ours, adk in zip(groups, _values(series[0]), _values(series[1]), strict=True)
         )
         parts += [
@@ -570,7 +610,7 @@ def page_text(
             "process's CPU over the load, per answer. ag-ui-adk is not measured by any "
             "benchmark, so the comparison is ADK's own server only.",
             _image(paths, "cpu-per-answer.svg", "Server CPU per answer, ours and ADK's"),
-            f"*{said}: medians, with the range over the runs. {_source(runs, 3)}*",
+            f"*Per answer, median (range over the runs): {said}. {_source(runs, 3)}*",
         ]
     prose = (p if p.startswith(("|", "!", "#", "<!--")) else _para(p) for p in parts)
     return "\n\n".join(prose) + "\n"

@@ -286,7 +286,7 @@ def test_the_charts_come_from_the_figures_given() -> None:
     assert [v for v, _ in cpu["ours, SQLite"]] == [21.02, 31]  # medians at 1 and 500
     assert [v for v, _ in cpu["ADK's server, PostgreSQL"]] == [32.06, 62]
     written = _series(drawn["longchats-written.svg"])
-    assert set(written) == {"SQLite", "PostgreSQL"}
+    assert set(written) == {"ours / ADK's, SQLite", "ours / ADK's, PostgreSQL"}
     assert all(1.8 < v < 1.9 for points in written.values() for v, _ in points)  # ratios
     assert publish.draw_charts([Run("c", "w", 1, "r", {}, _cpu_per_answer())]).keys() == {
         "cpu-per-answer.svg"
@@ -324,6 +324,9 @@ def test_results_md_keeps_its_history_and_the_figures_not_run_since(tmp_path: Pa
         f"{publish.HISTORY}\n\nKept as it is.\n\n### Issue 27\n\nold runs\n",
         encoding="utf-8",
     )
+    paths.page.parent.mkdir(parents=True)
+    notes = f"{publish.NOTES_HEADING}\n\nWritten by hand.\n\n### More\n\nKept.\n"
+    paths.page.write_text(f"# Performance\n\nold figures\n\n{notes}", encoding="utf-8")
     publish.publish(Run("now", "2026-12-07", 1, "r", {}, _cpu_per_answer()), paths)
 
     text = paths.results.read_text(encoding="utf-8")
@@ -333,9 +336,12 @@ def test_results_md_keeps_its_history_and_the_figures_not_run_since(tmp_path: Pa
     assert "5 start-up" in carried and "2026-11-22" in carried
     assert "3 concurrency" not in carried and "2026-11-28" not in carried  # measured again
     page = paths.page.read_text(encoding="utf-8")
+    assert "old figures" not in page and page.endswith(f"\n\n{notes}")
+    assert "![Server CPU per answer, ours and ADK's](assets/bench/cpu-per-answer.svg)" in page
     assert (
         "| 5 start-up | process start to first /health (s) | ADK | 1.5 | 1.9 | 0.8 | ≤ 1 | met "
         "| 2026-11-22 |" in page
     )
     publish.render(paths)  # python -m bench.charts: the same from results.json
     assert paths.results.read_text(encoding="utf-8") == text
+    assert paths.page.read_text(encoding="utf-8") == page
