@@ -1,4 +1,5 @@
-"""``python -m bench``: run every benchmark and write the results table (see bench/README.md)."""
+"""``python -m bench``: run every benchmark; write the results table, results.json and the site's
+performance page with its charts (bench/publish.py; see bench/README.md)."""
 
 from __future__ import annotations
 
@@ -43,8 +44,8 @@ BENCHMARKS = (
     "browser",
     "longchats",
 )
-# The load benchmarks: size.load_runs runs, each on fresh servers.
-LOAD = ("concurrency", "hardening", "scaleout")
+# The load benchmarks (size.load_runs runs, each on fresh servers), as RESULTS.md names them.
+LOAD = {"concurrency": "3", "hardening": "6a", "scaleout": "7a"}
 
 
 def run(
@@ -88,10 +89,9 @@ def repeats(size: Size, only: tuple[str, ...], longchat_rounds: int | None) -> s
     said = []
     if set(only) - {*LOAD, "soak", "longchats"}:
         said.append(f"{size.runs} run(s)")
-    if set(only) & set(LOAD):
-        said.append(
-            f"{size.load_runs} run(s) of the load benchmarks (3, 6a, 7a: fresh servers each)"
-        )
+    load = [number for name, number in LOAD.items() if name in only]
+    if load:
+        said.append(f"{size.load_runs} run(s) of benchmark {', '.join(load)} (fresh servers each)")
     if "soak" in only:
         said.append("one run of the soak")
     if "longchats" in only:
@@ -115,7 +115,10 @@ def command(args: argparse.Namespace) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="Run the benchmarks and write the results table.")
+    parser = argparse.ArgumentParser(
+        description="Run the benchmarks; write RESULTS.md, results.json and the site's "
+        "performance page with its charts."
+    )
     parser.add_argument("--size", choices=sorted(SIZES), default="moderate")
     parser.add_argument("--only", nargs="+", choices=BENCHMARKS, default=list(BENCHMARKS))
     add_path_arguments(parser)

@@ -131,7 +131,9 @@ def save_runs(path: Path, runs: list[Run]) -> None:
 
 def merge(runs: list[Run], new: Run) -> list[Run]:
     """``new`` first; earlier runs keep only the figures of benchmarks ``new`` did not measure,
-    and go when none is left."""
+    and go when none is left. A run with no figure changes nothing."""
+    if not new.figures:
+        return runs
     measured = set(new.numbers())
     kept = []
     for run in runs:
