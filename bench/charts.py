@@ -82,14 +82,15 @@ class Key:
     dashed: bool = False
 
 
-def nice_ticks(top: float, count: int = 5) -> list[float]:
-    """Ticks from 0 to at least ``top`` in steps of 1, 2 or 5 times a power of ten."""
+def nice_ticks(top: float, count: int = 6) -> list[float]:
+    """Ticks from 0 to at least ``top``, at most ``count`` steps of 1, 2, 2.5 or 5 times a
+    power of ten."""
     if top <= 0 or not math.isfinite(top):
         return [0.0, 1.0]
     raw = top / count
     power = 10 ** math.floor(math.log10(raw))
-    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
-    return [i * step for i in range(math.ceil(top / step - 1e-9) + 1)]
+    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+    return [round(i * step, 12) for i in range(math.ceil(top / step - 1e-9) + 1)]
 
 
 def label(value: float) -> str:

@@ -345,3 +345,18 @@ def test_results_md_keeps_its_history_and_the_figures_not_run_since(tmp_path: Pa
     publish.render(paths)  # python -m bench.charts: the same from results.json
     assert paths.results.read_text(encoding="utf-8") == text
     assert paths.page.read_text(encoding="utf-8") == page
+
+
+@pytest.mark.parametrize(
+    ("top", "ticks"),
+    [
+        (1032, [0, 200, 400, 600, 800, 1000, 1200]),
+        (17.5, [0, 5, 10, 15, 20]),
+        (0.3, [0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3]),
+        (0, [0, 1]),
+    ],
+)
+def test_the_value_axis_ends_at_a_round_tick_over_the_highest(
+    top: float, ticks: list[float]
+) -> None:
+    assert charts.nice_ticks(top) == ticks
