@@ -1,13 +1,14 @@
-"""``python -m bench``: run every benchmark and write the results table (see bench/README.md)."""
+"""``python -m bench``: run every benchmark; write the results table, results.json and the site's
+performance page with its charts (bench/publish.py; see bench/README.md)."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
 
 from bench import (
     ai7socket,
@@ -24,7 +25,8 @@ from bench import (
     soak,
     startup,
 )
-from bench.core import ROOT, SIZES, Figure, Size, machine, raise_open_file_limit, table
+from bench.core import SIZES, Figure, Size, machine, raise_open_file_limit, table
+from bench.publish import Run, add_path_arguments, paths_from, publish
 from bench.servers import serve
 
 BENCHMARKS = (
@@ -42,6 +44,8 @@ BENCHMARKS = (
     "browser",
     "longchats",
 )
+# The load benchmarks (size.load_runs runs, each on fresh servers), as RESULTS.md names them.
+LOAD = {"concurrency": "3", "hardening": "6a", "scaleout": "7a"}
 
 
 def run(
@@ -80,95 +84,44 @@ def run(
     return figures
 
 
-def report(size: Size, figures: list[Figure], seconds: float) -> str:
-    facts = "\n".join(f"| {k} | {v} |" for k, v in machine().items())
-    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    return f"""# Benchmark results
-
-Written by `python -m bench --size {size.name}` on {when} in {seconds / 60:.1f} minutes.
-How the figures are made, and what each comparison is: [README.md](README.md).
-
-Every figure is the **median (min–max) over {size.runs} run(s)** ({size.load_runs} for the
-concurrency and load-shedding benchmarks, which start fresh servers every run). In each run
-ours and its comparison are measured back to back on the same machine, and **ratio** is ours /
-theirs for that run (median and range of the per-run ratios): below 1 means ours takes less
-time or memory; for per-second figures above 1 means ours does more. A goal bounds the median
-ratio.
-
-## Machine
-
-| | |
-| --- | --- |
-{facts}
-
-## Results
-
-{table(figures)}
-
-{NOTES}"""
+def repeats(size: Size, only: tuple[str, ...], longchat_rounds: int | None) -> str:
+    """Over what the run's medians are taken, in words."""
+    said = []
+    if set(only) - {*LOAD, "soak", "longchats"}:
+        said.append(f"{size.runs} run(s)")
+    load = [number for name, number in LOAD.items() if name in only]
+    if load:
+        said.append(f"{size.load_runs} run(s) of benchmark {', '.join(load)} (fresh servers each)")
+    if "soak" in only:
+        said.append("one run of the soak")
+    if "longchats" in only:
+        rounds = longchats.rounds_of(size, longchat_rounds)
+        said.append(f"{rounds} round(s) of benchmark 13 per store and length")
+    return "; ".join(said)
 
 
-NOTES = """## Reading the numbers
-
-- **Converter vs the orjson floor** (goal ≤ 3x, missed): the floor only serialises ready-made
-  dicts in Rust (about 0.15 µs a chunk) and never looks at an ADK event. Only reading of the
-  events what the converter reads (the "only reading the ADK events" row, our own floor) already
-  costs about 2.4x the orjson floor, and that reading followed by the orjson floor's writing, with
-  nothing between (the "bare floor" row), 3.4–3.9x: no converter that reads the events ours reads
-  and writes with orjson can come within 3x. On top of that ours decides steps and blocks and
-  makes each chunk a pydantic object: the chunks of every streamed word (steps, text and reasoning
-  blocks and deltas) are built without validation (0.45 µs) and written with orjson, the rest
-  validated and written by pydantic-core (docs/adr/0050; earlier rounds in docs/adr/0018). Tests
-  hold every chunk the converter emits to the catalogue and to pydantic's bytes. Closer would need
-  chunks that are not pydantic objects, which the turns, recording and coalescing code consume.
-- **End-to-end**: the benchmark model streams with no pause, so the figures are the servers' own
-  cost, and most of it is ADK's: `Runner.run_async` with its per-event telemetry costs about
-  0.3–0.5 ms per partial in either server. In a py-spy profile of our server under the `/stream`
-  load, under 4% of the samples are self time in the bridge's own code (`adk_stream_protocol`
-  2.2%, `sse_starlette` 1.3%, which ADR 0052 replaced); ADK and the pydantic models it builds take
-  most of the rest.
-- **500 concurrent `/stream`**: one server process on one core; every answer costs about 25 ms
-  of CPU, nearly all of it ADK's, so 500 arrivals at once queue for seconds in both servers,
-  and p50/p99 measure that queue (which server is ahead changes from run to run). The
-  CPU-per-answer rows, ours against ADK's, show the bridge's own cost.
-- **500 `/live` sockets**: ours starts each socket's ADK live run at its first message (the
-  session must hold what the client sent first); ADK's `/run_live` starts it when the socket
-  opens, which no figure here times. So the first turn of every socket carries the run's start
-  on ours only (the "first turns" row), and later turns that land while other sockets start
-  their runs queue behind that work. The start is ADK's own work (about 3.5 ms of CPU
-  unloaded: first turn 11.5 ms, later turns 8 ms); our transport opens the socket when the
-  first message is sent, so starting at connect would move that cost, not remove it
-  (docs/adr/0018). CPU per turn and memory per socket are close to ADK's.
-- **Approvals**: by default (docs/adr/0010) a continuation is held until its run ends, so the
-  tool's result arrives together with the whole answer after it (on `/live` the offline live
-  model paces its answer, about 35 ms); with `ADK_STREAM_STREAM_INTERMEDIATE_RESULTS=true` it
-  streams as it comes. ADK's figure includes a new `run_async` (the approval is a new request).
-  The hold-back is the price of the seed's client rule, which also forbids an earlier call's
-  result in a response that stops at another approval; whether it stops is known only when
-  the run ends, so the result cannot go early (docs/adr/0018).
-- **Memory per open stream** is (peak RSS − RSS after warm-up) / streams, on a fresh server per
-  run; it includes the ADK session, the run and the server's side of the connection.
-- **Start-up**: ours imports less than ADK's `get_fast_api_app` (its CLI, web server and
-  services), so both first `/health` and the first answer come sooner.
-- **Load shedding** (benchmark 6): with the cap, the first 100 requests are served while the
-  other 400 are refused at once, so the served ones no longer queue behind all 500 and a
-  refused client hears back long before a queued one would see text. "At once" is not
-  milliseconds at 500 simultaneous arrivals: asyncio runs the 500 handlers in step, so each
-  503 leaves only after HTTP parsing, the middlewares and routing have run for nearly all of
-  them (about 1.6 ms of CPU per refused request). Served answers per second stay about the
-  same: the answers cost the same CPU either way.
-- **Event-loop lag** (benchmark 6): the slowest `/health` while a message at the text limit
-  is answered. The request body is read off the event loop (docs/adr/0019), and so is the
-  demo model's reading of a message over 16,000 characters: its rules are linear in the
-  length, but not free at 200,000 characters (60–170 ms).
-"""
+def command(args: argparse.Namespace) -> str:
+    """The command line that made the run, as RESULTS.md shows it."""
+    words = ["python -m bench", f"--size {args.size}"]
+    if tuple(args.only) != BENCHMARKS:
+        words.append("--only " + " ".join(args.only))
+    if args.load_runs:
+        words.append(f"--load-runs {args.load_runs}")
+    if args.longchat_rounds:
+        words.append(f"--longchat-rounds {args.longchat_rounds}")
+    if os.environ.get("BENCH_COMPACTION") == "1" and "longchats" in args.only:
+        words.insert(0, "BENCH_COMPACTION=1")
+    return " ".join(words)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="Run the benchmarks and write the results table.")
+    parser = argparse.ArgumentParser(
+        description="Run the benchmarks; write RESULTS.md, results.json and the site's "
+        "performance page with its charts."
+    )
     parser.add_argument("--size", choices=sorted(SIZES), default="moderate")
     parser.add_argument("--only", nargs="+", choices=BENCHMARKS, default=list(BENCHMARKS))
-    parser.add_argument("--output", type=Path, default=ROOT / "bench" / "RESULTS.md")
+    add_path_arguments(parser)
     parser.add_argument(
         "--load-runs",
         type=int,
@@ -186,10 +139,13 @@ def main() -> None:
         size = dataclasses.replace(size, load_runs=args.load_runs)
     start = time.perf_counter()
     figures = run(size, tuple(args.only), args.longchat_rounds)
-    text = report(size, figures, time.perf_counter() - start)
-    args.output.write_text(text, encoding="utf-8")
+    minutes = (time.perf_counter() - start) / 60
+    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    rounds = repeats(size, tuple(args.only), args.longchat_rounds)
+    paths = paths_from(args)
+    publish(Run(command(args), when, minutes, rounds, machine(), figures), paths)
     print(table(figures))
-    print(f"\nwritten to {args.output}")
+    print(f"\nwritten to {paths.results}, {paths.json}, {paths.page} and {paths.charts}/")
 
 
 if __name__ == "__main__":

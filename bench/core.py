@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import platform
@@ -13,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -198,10 +199,19 @@ def goal_text(figure: Figure) -> str:
     return f"{'≤' if figure.better == 'lower' else '≥'} {figure.goal:.3g}"
 
 
-def _number(figure: Figure) -> int:
+def benchmark_number(benchmark: str) -> int:
     """The benchmark's number ("10 soak" -> 10), which orders the table."""
-    head = figure.benchmark.split(" ", 1)[0]
+    head = benchmark.split(" ", 1)[0]
     return int(head) if head.isdigit() else 0
+
+
+def figure_to_json(figure: Figure) -> dict[str, object]:
+    return dataclasses.asdict(figure)
+
+
+def figure_from_json(data: dict[str, Any]) -> Figure:
+    names = {f.name for f in dataclasses.fields(Figure)}
+    return Figure(**{k: v for k, v in data.items() if k in names})
 
 
 def table(figures: Sequence[Figure]) -> str:
@@ -209,7 +219,9 @@ def table(figures: Sequence[Figure]) -> str:
         "| benchmark | metric | ours | comparison | theirs | ratio ours/theirs | goal | verdict |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for f in sorted(figures, key=_number):  # stable: keeps each one's order
+    for f in sorted(
+        figures, key=lambda f: benchmark_number(f.benchmark)
+    ):  # stable: keeps each one's order
         metric = f"{f.metric} ({f.unit})" if f.unit else f.metric
         if f.note:
             metric += f" <br>*{f.note}*"

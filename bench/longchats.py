@@ -454,9 +454,14 @@ def measure_compaction(lengths: tuple[int, int], rounds: int) -> tuple[Figure, d
     return figure, made
 
 
+def rounds_of(size: Size, rounds: int | None = None) -> int:
+    """Rounds per store and length: ``rounds`` if given, else the size's."""
+    return rounds or (size.runs if size.name == "tiny" else 9)
+
+
 def run(size: Size, rounds: int | None = None) -> list[Figure]:
     lengths = lengths_of(size)
-    rounds = rounds or (size.runs if size.name == "tiny" else 9)
+    rounds = rounds_of(size, rounds)
     figures: list[Figure] = []
     for kind in stores_of(size):
         measured = measure_store(kind, lengths, rounds)
