@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.support.rig import LiveServer, LiveSocket, run_server, stream_result, user_message
+from tests.support.services import delete_redis_keys
 from tests.test_crashes import AGENT, Chat, approve_and_die, tool_outcomes
 
 pytestmark = pytest.mark.out_of_process  # uvicorn processes that crash, and the next ones
@@ -186,8 +187,6 @@ def test_the_fencing_token_is_the_lease_generation_and_outlives_redis(
 ) -> None:
     """On Redis the token is the chat's lease generation, one more per holder; when Redis
     forgets the generation (a restart keeps nothing), the next token is still above the last."""
-    import redis
-
     servers = Servers(
         tmp_path,
         {"ADK_STREAM_REDIS_URL": redis_url, "ADK_STREAM_REDIS_KEY_PREFIX": redis_prefix},
@@ -202,12 +201,7 @@ def test_the_fencing_token_is_the_lease_generation_and_outlives_redis(
         first, second = servers.fencing_tokens()
         # Four takes of the chat: two messages and two approvals; the approvals ran the tool.
         assert (first, second) == (2, 4)
-        client = redis.Redis.from_url(redis_url)
-        try:
-            for key in client.scan_iter(match=f"{redis_prefix}*", count=1000):
-                client.delete(key)
-        finally:
-            client.close()
+        delete_redis_keys(redis_url, redis_prefix)  # as a Redis restarted empty would
         chat.say(server, "Pay Bob 10")
         paid = stream_result(server.http.post("/stream", json=chat.approval()))
         assert paid.text() == "Paid Bob.", paid.body

@@ -150,11 +150,16 @@ def redis_url() -> str:
 @pytest.fixture(scope="session")
 def redis_run_prefix(redis_url: str) -> Iterator[str]:
     """This run's key prefix; its keys are deleted after the run."""
-    import redis
-
     prefix = f"adk-stream-test-{uuid.uuid4().hex[:12]}"
     yield prefix
-    client = redis.Redis.from_url(redis_url)
+    delete_redis_keys(redis_url, prefix)
+
+
+def delete_redis_keys(url: str, prefix: str) -> None:
+    """Delete the keys under ``prefix``: a test's own, never the machine's others."""
+    import redis
+
+    client = redis.Redis.from_url(url)
     try:
         for key in client.scan_iter(match=f"{prefix}*", count=1000):
             client.delete(key)
