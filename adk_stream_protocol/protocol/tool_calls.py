@@ -13,12 +13,13 @@ ended. A turn that waits for nobody and did not end was cut short, and ``interru
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from google.adk.events import Event
+from google.adk.events import Event, EventActions
+from google.genai import types
 from pydantic import JsonValue
 
 from adk_stream_protocol.protocol.interrupts import PageCall, page_call_kind, waits_for_page
@@ -58,6 +59,47 @@ CALL_IDEMPOTENT_KEY = "ui_call_idempotent"
 # And the fencing token the tool was given, for whoever audits the chat.
 CALL_TOKEN_KEY = "ui_call_token"
 DISCONNECTED_RESULT = _error("Cancelled: the user left before answering; the tool did not run.")
+# Custom metadata on the results the server records in a call's stead: call id -> how it got
+# that result ("unknown", "not-started": a cut run's; "rerun": run again, docs/adr/0074;
+# "late": handed over by a run that lost the chat, docs/adr/0073).
+CALL_OUTCOME_KEY = "ui_call_outcome"
+
+
+@dataclass(frozen=True)
+class RecordedResult:
+    """A result the server records for a call, in the call's agent's name."""
+
+    author: str
+    call_id: str
+    tool_name: str
+    outcome: str  # the value under CALL_OUTCOME_KEY
+    response: dict[str, Any]
+
+
+def recorded_results(
+    results: Sequence[RecordedResult],
+    invocation_id: str,
+    *,
+    branch: str | None = None,
+    actions: EventActions | None = None,
+) -> Event:
+    """One event holding ``results`` (of one author), as ADK stores a tool's result."""
+    parts = [
+        types.Part(
+            function_response=types.FunctionResponse(
+                name=r.tool_name, id=r.call_id, response=r.response
+            )
+        )
+        for r in results
+    ]
+    return Event(
+        author=results[0].author,
+        invocation_id=invocation_id,
+        branch=branch,
+        content=types.Content(role="user", parts=parts),
+        actions=actions or EventActions(),
+        custom_metadata={CALL_OUTCOME_KEY: {r.call_id: r.outcome for r in results}},
+    )
 
 
 @dataclass(frozen=True)

@@ -35,13 +35,14 @@ from google.genai import types
 
 from adk_stream_protocol.foundation.outages import outage_of
 from adk_stream_protocol.protocol.refusals import Refusal
-from adk_stream_protocol.protocol.tool_calls import OUTCOME_UNKNOWN_RESULT
+from adk_stream_protocol.protocol.tool_calls import (
+    CALL_OUTCOME_KEY,
+    OUTCOME_UNKNOWN_RESULT,
+    RecordedResult,
+    recorded_results,
+)
 
 logger = logging.getLogger(__name__)
-
-# Custom metadata on the results the server records for calls of a cut run: which outcome
-# ("unknown", "not-started", "rerun": the call's result, from running it again).
-CALL_OUTCOME_KEY = "ui_call_outcome"
 
 
 @dataclass(frozen=True)
@@ -59,23 +60,10 @@ class Rerun:
     def function_call(self) -> types.FunctionCall:
         return types.FunctionCall(id=self.call_id, name=self.tool_name, args=dict(self.args))
 
-    def result(self, response: dict[str, Any], outcome: str) -> Event:
+    def result(self, response: dict[str, Any], outcome: str, invocation_id: str) -> Event:
         """A result the server records for the call in its agent's name."""
-        return Event(
-            author=self.author,
-            branch=self.branch,
-            content=types.Content(
-                role="user",
-                parts=[
-                    types.Part(
-                        function_response=types.FunctionResponse(
-                            name=self.tool_name, id=self.call_id, response=response
-                        )
-                    )
-                ],
-            ),
-            custom_metadata={CALL_OUTCOME_KEY: {self.call_id: outcome}},
-        )
+        recorded = RecordedResult(self.author, self.call_id, self.tool_name, outcome, response)
+        return recorded_results([recorded], invocation_id, branch=self.branch)
 
 
 async def run_again(runner: Runner, session: Session, invocation_id: str, rerun: Rerun) -> Event:
@@ -106,7 +94,7 @@ async def run_again(runner: Runner, session: Session, invocation_id: str, rerun:
             rerun.call_id,
             rerun.tool_name,
         )
-        return _stamped(rerun.result(dict(OUTCOME_UNKNOWN_RESULT), "unknown"), invocation_id)
+        return rerun.result(dict(OUTCOME_UNKNOWN_RESULT), "unknown", invocation_id)
     approvals = (
         {rerun.call_id: ToolConfirmation(confirmed=True, payload=rerun.approval_payload)}
         if rerun.approved
@@ -134,9 +122,9 @@ async def run_again(runner: Runner, session: Session, invocation_id: str, rerun:
             exc_info=True,
         )
         failed = {"error": f"The tool failed when the server ran it again ({type(exc).__name__})."}
-        return _stamped(rerun.result(failed, "rerun"), invocation_id)
+        return rerun.result(failed, "rerun", invocation_id)
     if event is None:  # a tool whose callbacks answered nothing: ADK has no result for it
-        return _stamped(rerun.result({}, "rerun"), invocation_id)
+        return rerun.result({}, "rerun", invocation_id)
     metadata = dict(event.custom_metadata or {})
     metadata[CALL_OUTCOME_KEY] = {rerun.call_id: "rerun"}
     event.custom_metadata = metadata
@@ -147,8 +135,3 @@ def _agent(runner: Runner, name: str) -> LlmAgent | None:
     root = runner.agent
     found = root.find_agent(name) if hasattr(root, "find_agent") else None
     return found if isinstance(found, LlmAgent) else None
-
-
-def _stamped(event: Event, invocation_id: str) -> Event:
-    event.invocation_id = invocation_id
-    return event

@@ -30,15 +30,18 @@ from typing import Any, Literal
 
 from google.adk.events import Event, EventActions
 from google.adk.sessions import Session
-from google.genai import types
 
 from adk_stream_protocol.coordination.base import ChatKey
 from adk_stream_protocol.protocol.message_fold import MessageFold
 from adk_stream_protocol.protocol.parts.tools import result_chunk
-from adk_stream_protocol.protocol.tool_calls import turn_calls
+from adk_stream_protocol.protocol.tool_calls import (
+    CALL_OUTCOME_KEY,
+    RecordedResult,
+    recorded_results,
+    turn_calls,
+)
 from adk_stream_protocol.store.chat_index import ChatIndex, LateResult
 from adk_stream_protocol.store.history import current_turn, live_events
-from adk_stream_protocol.turns.idempotent_calls import CALL_OUTCOME_KEY
 from adk_stream_protocol.turns.runners import Runners
 
 logger = logging.getLogger(__name__)
@@ -137,20 +140,12 @@ async def _append(runners: Runners, session: Session, late: LateResult) -> None:
     had ended stays ended (``skip_summarization``: no model is owed an answer to it); a turn
     cut short stays to be finished, now with this result."""
     ended = not turn_calls(current_turn(live_events(session.events))).interrupted()
-    part = types.Part(
-        function_response=types.FunctionResponse(
-            name=late.tool_name, id=late.call_id, response=late.response
-        )
+    recorded = RecordedResult(
+        late.author, late.call_id, late.tool_name, LATE_OUTCOME, late.response
     )
+    actions = EventActions(skip_summarization=True if ended else None)
     await runners.sessions.service.append_event(
-        session,
-        Event(
-            author=late.author,
-            invocation_id=late.invocation_id,
-            content=types.Content(role="user", parts=[part]),
-            actions=EventActions(skip_summarization=True if ended else None),
-            custom_metadata={CALL_OUTCOME_KEY: {late.call_id: LATE_OUTCOME}},
-        ),
+        session, recorded_results([recorded], late.invocation_id, actions=actions)
     )
 
 

@@ -25,41 +25,23 @@ import logging
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Any
 
 from google.adk.events import Event
-from google.genai import types
 
 from adk_stream_protocol.coordination.base import ChatKey
 from adk_stream_protocol.protocol.tool_calls import (
     NOT_STARTED_RESULT,
     OUTCOME_UNKNOWN_RESULT,
+    RecordedResult,
     TurnCalls,
+    recorded_results,
     turn_calls,
 )
 from adk_stream_protocol.store.history import current_turn, live_events
-from adk_stream_protocol.turns.idempotent_calls import CALL_OUTCOME_KEY, Rerun, run_again
+from adk_stream_protocol.turns.idempotent_calls import Rerun, run_again
 from adk_stream_protocol.turns.runners import Runners
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class RecordedResult:
-    """A result the server records for a call of a cut run, in the call's agent's name."""
-
-    author: str
-    call_id: str
-    tool_name: str
-    outcome: str  # "unknown" or "not-started"
-    response: dict[str, Any]
-
-    def part(self) -> types.Part:
-        return types.Part(
-            function_response=types.FunctionResponse(
-                name=self.tool_name, id=self.call_id, response=self.response
-            )
-        )
 
 
 @dataclass(frozen=True)
@@ -135,13 +117,7 @@ async def finish_cut_run(
     for author in sorted({r.author for r in recovery.results}):
         results = [r for r in recovery.results if r.author == author]
         yield await sessions.service.append_event(
-            session,
-            Event(
-                author=author,
-                invocation_id=recovery.invocation_id,
-                content=types.Content(role="user", parts=[r.part() for r in results]),
-                custom_metadata={CALL_OUTCOME_KEY: {r.call_id: r.outcome for r in results}},
-            ),
+            session, recorded_results(results, recovery.invocation_id)
         )
     logger.warning(
         "finishing a cut run user=%s chat=%s invocation=%s outcome-unknown=%s run-again=%s",

@@ -23,11 +23,14 @@ import pytest
 from google.adk.events import Event
 from google.genai import types
 
-from adk_stream_protocol.protocol.tool_calls import CALL_STARTED_KEY, OUTCOME_UNKNOWN_RESULT
+from adk_stream_protocol.protocol.tool_calls import (
+    CALL_OUTCOME_KEY,
+    CALL_STARTED_KEY,
+    OUTCOME_UNKNOWN_RESULT,
+)
 from adk_stream_protocol.store.chat_index import LateResult
 from adk_stream_protocol.store.history import ASSISTANT_MESSAGE_ID_KEY, USER_MESSAGE_ID_KEY
 from adk_stream_protocol.turns.bridge import Bridge, bridge_of
-from adk_stream_protocol.turns.idempotent_calls import CALL_OUTCOME_KEY
 from adk_stream_protocol.turns.late_results import call_state
 from tests.support.rig import (
     InProcessApp,
