@@ -135,8 +135,11 @@ const DEFAULT_MAX_REQUESTS = 8;
 // Before aborting for a "stop" step, the chat must have stopped changing for
 // this long, so the chunks we let through have really been applied.
 const STOP_QUIET_MS = 100;
-// A reload: how long the new page takes to load before it reads the chat back.
-const PAGE_LOAD_MS = 250;
+// A reload: how long the new page takes to load before it reads the chat back. The catalogue
+// runs all its jobs at once, and at 250 ms a loaded server had not always let the old socket
+// go yet (reload-ends-a-live-browser-call read the call still waiting); a real page's reload
+// takes this long or more.
+const PAGE_LOAD_MS = 1000;
 
 // Client name -> the npm alias it is installed as (package.json pins each).
 const CLIENT_PACKAGES = { '6.0.25': 'ai-6.0.25', 6: 'ai', 7: 'ai-7' };
